@@ -1,0 +1,82 @@
+"""Fingerprints: canonical JSON, algorithm-tagged digests, and reasons for a re-run.
+
+A fingerprint is stored as its parts (request slices, upstream digests, file digests) plus a
+tagged digest over their canonical JSON, so ``status`` can say which part changed and how.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["canonical_json", "describe_changes", "digest", "file_digest"]
+
+_MAX_REASONS = 4
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: equal data gives equal text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def digest(value: Any) -> str:
+    """``sha256:<hex>`` of the canonical JSON of ``value`` (bytes and str are hashed as they are)."""
+    if isinstance(value, bytes):
+        payload = value
+    elif isinstance(value, str):
+        payload = value.encode("utf-8")
+    else:
+        payload = canonical_json(value).encode("utf-8")
+    return "sha256:" + hashlib.sha256(payload).hexdigest()
+
+
+def file_digest(path: Path, chunk: int = 1 << 20) -> str:
+    """``sha256:<hex>`` of a file's content, or ``missing`` when it does not exist."""
+    try:
+        hasher = hashlib.sha256()
+        with path.open("rb") as handle:
+            while block := handle.read(chunk):
+                hasher.update(block)
+        return "sha256:" + hasher.hexdigest()
+    except FileNotFoundError:
+        return "missing"
+
+
+def describe_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Human reasons for the difference between two fingerprints' parts.
+
+    Scalars show as ``field: old -> new``; digests as ``field changed``; nested dicts use dotted paths.
+    """
+    reasons: list[str] = []
+    _walk(old, new, "", reasons)
+    if len(reasons) > _MAX_REASONS:
+        reasons = reasons[:_MAX_REASONS] + [f"and {len(reasons) - _MAX_REASONS} more"]
+    return reasons
+
+
+def _walk(old: Any, new: Any, prefix: str, out: list[str]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if key not in old:
+                out.append(f"{path} added: {_show(new[key])}")
+            elif key not in new:
+                out.append(f"{path} removed")
+            elif old[key] != new[key]:
+                _walk(old[key], new[key], path, out)
+        return
+    if _is_digest(old) or _is_digest(new):
+        out.append(f"{prefix} changed")
+    else:
+        out.append(f"{prefix}: {_show(old)} -> {_show(new)}")
+
+
+def _is_digest(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith("sha256:")
+
+
+def _show(value: Any) -> str:
+    text = canonical_json(value) if isinstance(value, (dict, list)) else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,214 @@
+"""The drive loop: run the phases in order, skip what is unchanged, stop at the approval gate.
+
+For each phase: build its context from the request and the stored upstream outputs, take its
+fingerprint, and either skip it (finished before with the same fingerprint and nothing upstream
+re-ran) or run it, saying why. Each attempt's row and the run's state are committed together.
+A phase that yields an approval subject (the plan) stops the drive until that exact subject is
+approved; changing anything it depends on produces a new subject, which voids the approval.
+The runner imports no phase and no backend: the CLI hands it both.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from ltx_pipeline.engine.context import RunContext
+from ltx_pipeline.engine.fingerprint import describe_changes, digest
+from ltx_pipeline.engine.lock import DriverLock
+from ltx_pipeline.engine.machine import RunLifecycle
+from ltx_pipeline.engine.phase import Phase, PhaseResult
+from ltx_pipeline.errors import ApprovalRefused, GateStopped, LtxPipelineError, PhaseFailed
+from ltx_pipeline.store import PhaseRun, Run, Store
+from ltx_pipeline.workspace import Workspace
+
+__all__ = ["DriveReport", "Outcome", "Runner", "approve_plan"]
+
+EventSink = Callable[[str, str, str | None], None]  # (message, level, phase)
+
+
+class Outcome(Enum):
+    FINISHED = "finished"
+    AWAITING_APPROVAL = "awaiting_approval"
+
+
+@dataclass
+class DriveReport:
+    """What one drive did."""
+
+    outcome: Outcome
+    run_name: str
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    approval_subject: str | None = None
+    approval_blockers: list[str] = field(default_factory=list)
+
+
+class Runner:
+    """Drives one run through ``phases`` against ``store``."""
+
+    def __init__(self, store: Store, workspace: Workspace, phases: Sequence[Phase], *, backend: Any = None,
+                 on_event: EventSink | None = None) -> None:
+        self.store = store
+        self.workspace = workspace
+        self.phases = tuple(phases)
+        self.backend = backend
+        self.on_event = on_event
+
+    def drive(self, run: Run, request: Any) -> DriveReport:
+        """Run every phase that needs to run, under the run's driver lock.
+
+        Raises:
+            RunLocked: another process drives this run.
+            BadInput / GateStopped: a phase rejected its input or stopped at a hardware gate.
+            PhaseFailed: a phase raised an unexpected error (traceback in the engine log).
+        """
+        paths = self.workspace.run(run.name)
+        with DriverLock(paths.lock_file, run.name):
+            for phase_name in self.store.interrupt_running(run.id):
+                self._emit(run, f"{phase_name} was interrupted last time; it runs again from the start",
+                           "warning", phase_name)
+            return self._drive_locked(run, request)
+
+    def _drive_locked(self, run: Run, request: Any) -> DriveReport:
+        run = self.store.get_run(run.name) or run
+        lifecycle = RunLifecycle([p.name for p in self.phases], run.state)
+        latest = self.store.latest_phase_runs(run.id)
+        report = DriveReport(Outcome.FINISHED, run.name)
+        upstream: dict[str, dict[str, Any]] = {}
+        reran: str | None = None
+        subject: str | None = None
+        for phase in self.phases:
+            ctx = self._context(run, request, upstream, phase.name, approved=subject is not None)
+            previous = latest.get(phase.name)
+            parts, fingerprint_error = self._fingerprint(phase, ctx)
+            fingerprint = digest(parts)
+            reason = _why(previous, fingerprint, parts, reran) if fingerprint_error is None else "inputs unreadable"
+            if reason is None:
+                assert previous is not None
+                upstream[phase.name] = previous.outputs
+                report.skipped.append(phase.name)
+                self._emit(run, f"{phase.name} unchanged, skipping ({previous.summary})", "info", phase.name)
+                result = PhaseResult(previous.outputs, previous.approval_subject, previous.approval_blockers)
+            else:
+                if phase.heavy and subject is None:
+                    raise PhaseFailed(phase.name, 0, "a heavy phase is registered before any approval point")
+                lifecycle.approval_ok = subject is not None
+                lifecycle.enter_phase(phase.name, after_approval_point=subject is not None)
+                row = self.store.begin_phase(run.id, phase.name, reason=reason, fingerprint=fingerprint,
+                                             parts=parts, run_state=lifecycle.state)
+                self._emit(run, f"{phase.name} runs: {reason}", "info", phase.name)
+                result = self._run_phase(run, phase, ctx, row, lifecycle, fingerprint_error)
+                upstream[phase.name] = result.outputs
+                report.ran.append(phase.name)
+                reran = phase.name
+            if result.approval_subject:
+                subject = result.approval_subject
+                report.approval_subject = subject
+                report.approval_blockers = list(result.approval_blockers)
+                if self.store.approval_for(run.id, subject) is None:
+                    lifecycle.await_approval()
+                    self.store.set_state(run.id, lifecycle.state, f"waiting for approval of plan {subject}")
+                    report.outcome = Outcome.AWAITING_APPROVAL
+                    return report
+        lifecycle.finish()
+        self.store.set_state(run.id, lifecycle.state, "all phases finished")
+        return report
+
+    def _run_phase(self, run: Run, phase: Phase, ctx: RunContext, row: PhaseRun, lifecycle: RunLifecycle,
+                   fingerprint_error: LtxPipelineError | None) -> PhaseResult:
+        try:
+            if fingerprint_error is not None:
+                raise fingerprint_error
+            result = phase.run(ctx)
+        except GateStopped as exc:
+            lifecycle.stop_at_gate()
+            self.store.finish_phase(row.id, status="gate_stopped", run_state=lifecycle.state, error=exc.line())
+            raise
+        except LtxPipelineError as exc:
+            lifecycle.fail()
+            self.store.finish_phase(row.id, status="failed", run_state=lifecycle.state, error=exc.line())
+            raise
+        except Exception as exc:
+            log_path = self._log_traceback(run, phase.name, row.attempt)
+            lifecycle.fail()
+            cause = f"{type(exc).__name__}: {exc}"
+            self.store.finish_phase(row.id, status="failed", run_state=lifecycle.state, error=cause)
+            raise PhaseFailed(phase.name, row.attempt, cause, log_path) from exc
+        summary = phase.summary(result.outputs)
+        self.store.finish_phase(row.id, status="succeeded", run_state=lifecycle.state, outputs=result.outputs,
+                                summary=summary, approval_subject=result.approval_subject,
+                                approval_blockers=result.approval_blockers)
+        if self.on_event:
+            self.on_event(summary, "result", phase.name)
+        return result
+
+    def _fingerprint(self, phase: Phase, ctx: RunContext) -> tuple[dict[str, Any], LtxPipelineError | None]:
+        try:
+            return phase.fingerprint(ctx), None
+        except LtxPipelineError as exc:  # recorded as a failed attempt of this phase
+            return {"error": exc.line()}, exc
+
+    def _context(self, run: Run, request: Any, upstream: dict[str, dict[str, Any]], phase: str,
+                 approved: bool) -> RunContext:
+        def narrate(message: str, level: str) -> None:
+            self._emit(run, message, level, phase)
+
+        return RunContext(run_name=run.name, workspace=self.workspace.root, paths=self.workspace.run(run.name),
+                          request=request, upstream=dict(upstream), backend=self.backend, approved=approved,
+                          _narrator=narrate, phase=phase)
+
+    def _emit(self, run: Run, message: str, level: str, phase: str | None) -> None:
+        self.store.record_event(run.id, message, phase=phase, level=level)
+        if self.on_event:
+            self.on_event(message, level, phase)
+
+    def _log_traceback(self, run: Run, phase: str, attempt: int) -> str:
+        log = self.workspace.run(run.name).engine_log
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as handle:  # append-only log, not a data file
+            handle.write(f"--- {phase} attempt {attempt}\n{traceback.format_exc()}\n")
+        return str(log)
+
+
+def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], reran: str | None) -> str | None:
+    """Why a phase must run, or None when its finished result still stands."""
+    if previous is None:
+        return "first run"
+    if previous.status != "succeeded":
+        return f"previous attempt {previous.attempt} {previous.status.replace('_', ' ')}"
+    if previous.fingerprint != fingerprint:
+        return "; ".join(describe_changes(previous.fingerprint_parts, parts)) or "inputs changed"
+    if reran is not None:
+        return f"upstream {reran} re-ran"
+    return None
+
+
+def approve_plan(store: Store, run: Run, approved_by: str) -> tuple[str, bool]:
+    """Approve the run's current plan (its newest approval subject).
+
+    Returns:
+        (subject, newly_approved) — False when that subject was already approved.
+
+    Raises:
+        ApprovalRefused: no plan yet, the plan is out of date, or prerequisites are missing.
+    """
+    rows = [r for r in store.latest_phase_runs(run.id).values() if r.approval_subject]
+    if not rows:
+        raise ApprovalRefused(f"Run {run.name} has no plan to approve yet", where=f"run {run.name}",
+                              fix=f"run `ltx-pipeline resume --run {run.name}` to write plan.md first")
+    row = rows[-1]
+    if row.status != "succeeded":
+        raise ApprovalRefused(f"The plan of run {run.name} is out of date ({row.phase} {row.status})",
+                              fix=f"run `ltx-pipeline resume --run {run.name}` to rewrite it")
+    if row.approval_blockers:
+        raise ApprovalRefused(
+            f"Plan cannot be approved while prerequisites are missing: {'; '.join(row.approval_blockers)}",
+            where=f"run {run.name}", fix="provide them (plan.md lists each next step), then resume and approve")
+    if store.approval_for(run.id, row.approval_subject) is not None:
+        return row.approval_subject, False
+    store.approve(run.id, row.approval_subject, approved_by)
+    return row.approval_subject, True

@@ -1,0 +1,125 @@
+"""The status report: every run, its phases, approval and next command, as one plain dict.
+
+Read-only over the store (no lock, no writes), so ``status`` works while a driver runs and with
+no driver at all. A run whose state says a phase is running, with no live driver holding its lock,
+is reported as interrupted, never as running: a "running" row is not trusted on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from typing import Any
+
+from ltx_pipeline.store import PhaseRun, Run, Store
+from ltx_pipeline.workspace import Workspace
+
+__all__ = ["driver_alive", "status_report"]
+
+
+def status_report(store: Store | None, workspace: Workspace, run_name: str | None = None) -> dict[str, Any]:
+    """All runs of the workspace (or one), ready for a table or ``--json``."""
+    runs = store.list_runs() if store else []
+    if run_name is not None:
+        runs = [r for r in runs if r.name == run_name]
+    return {"workspace": str(workspace.root), "runs": [_run_entry(store, workspace, r) for r in runs]}
+
+
+def _run_entry(store: Store, workspace: Workspace, run: Run) -> dict[str, Any]:
+    paths = workspace.run(run.name)
+    driver = driver_alive(paths.lock_file)
+    latest = store.latest_phase_runs(run.id)
+    state = run.state
+    if state not in ("new", "awaiting_approval", "gate_stopped", "failed", "finished") and driver is None:
+        state = "interrupted"
+    subject_row = next((r for r in reversed(list(latest.values())) if r.approval_subject), None)
+    approval = _approval(store, run, subject_row)
+    findings = next((r.outputs.get("findings") for r in latest.values() if r.outputs.get("findings")), [])
+    warnings = [e.message for e in store.events(run.id) if e.level == "warning"]
+    return {
+        "name": run.name,
+        "state": state,
+        "driver": driver,
+        "request": run.request,
+        "created_at": run.created_at.isoformat(timespec="seconds"),
+        "updated_at": run.updated_at.isoformat(timespec="seconds"),
+        "phases": [_phase_entry(row) for row in latest.values()],
+        "approval": approval,
+        "findings": findings,
+        "warnings": warnings[-10:],
+        "next_command": _next_command(workspace, run.name, state, approval),
+    }
+
+
+def _phase_entry(row: PhaseRun) -> dict[str, Any]:
+    duration = (row.finished_at - row.started_at).total_seconds() if row.finished_at else None
+    return {"phase": row.phase, "status": row.status, "attempt": row.attempt, "reason": row.reason,
+            "started_at": row.started_at.isoformat(timespec="seconds"),
+            "finished_at": row.finished_at.isoformat(timespec="seconds") if row.finished_at else None,
+            "seconds": round(duration, 2) if duration is not None else None,
+            "summary": row.summary, "error": row.error}
+
+
+def _approval(store: Store, run: Run, row: PhaseRun | None) -> dict[str, Any]:
+    if row is None or row.status != "succeeded":
+        return {"state": "no plan", "subject": None, "approved_at": None, "blockers": []}
+    approval = store.approval_for(run.id, row.approval_subject)
+    return {"state": "approved" if approval else "awaiting approval", "subject": row.approval_subject,
+            "approved_at": approval.approved_at.isoformat(timespec="seconds") if approval else None,
+            "blockers": row.approval_blockers}
+
+
+def _next_command(workspace: Workspace, run: str, state: str, approval: dict[str, Any]) -> str | None:
+    target = f"--workspace {workspace.root} --run {run}"
+    if state == "finished":
+        return None
+    if state == "awaiting_approval":
+        if approval["blockers"]:
+            return f"provide the missing prerequisites (see plan.md), then: ltx-pipeline resume {target}"
+        return f"ltx-pipeline approve {target} && ltx-pipeline resume {target}"
+    if state == "gate_stopped":
+        return f"ltx-pipeline resume {target} --accept-risk  (or abort)"
+    if state not in ("failed", "interrupted", "new") and state != "":
+        return None  # a live driver is working on it
+    return f"ltx-pipeline resume {target}"
+
+
+def driver_alive(lock_file: os.PathLike[str] | str) -> dict[str, Any] | None:
+    """The live driver recorded in a run's lock file, or None (no lock, dead pid, or another host)."""
+    try:
+        with open(lock_file, encoding="utf-8") as handle:
+            record = json.loads(handle.read() or "{}")
+        pid = int(record["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if record.get("host") != socket.gethostname():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    if not _holds_lock(lock_file):
+        return None
+    return {"pid": pid, "host": record["host"], "since": record.get("since")}
+
+
+def _holds_lock(lock_file: os.PathLike[str] | str) -> bool:
+    """True when some process holds the lock: test with a shared lock that is dropped at once."""
+    import fcntl
+
+    try:
+        fd = os.open(lock_file, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)

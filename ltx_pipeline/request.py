@@ -1,0 +1,191 @@
+"""``RunRequest``: what the user asked for, as options of ``run``/``init`` or as ``run.yaml``.
+
+The request is validated once, here, through the LTX rules in ``ltx/`` (modes, buckets), so every
+phase can trust it. ``run.yaml`` is the source of truth for a run's request: editing it is a
+supported way to change a run, and the next ``resume`` re-reads it.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ltx_pipeline.errors import BadRequest
+from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, parse_buckets
+from ltx_pipeline.ltx.modes import MODES, get_mode
+from ltx_pipeline.workspace import atomic_write, validate_run_name
+
+__all__ = ["BACKENDS", "RunRequest", "default_run_name", "load_request", "save_request"]
+
+# Trainer backends this build can drive; more arrive with their implementations.
+BACKENDS = ("ltx",)
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+DEFAULT_SINGLE_BUCKET = "960x544x49"  # the skill's per-mode default proposal
+DEFAULT_MIXED_BUCKETS = "960x544x121;1280x704x81"  # seed 002's mixed example: motion + detail
+
+
+class RunRequest(BaseModel):
+    """A run's request. Unset optional fields are filled by the plan from the tier and mode."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str
+    mode: str = "t2v"
+    training_mode: Literal["lora", "full"] = "lora"
+    strategy: Literal["single", "mixed", "chain"] = "single"
+    buckets: str | None = None
+    rank: int | None = Field(default=None, ge=2, le=1024)
+    steps: int | None = Field(default=None, ge=1, le=10_000_000)
+    learning_rate: float | None = Field(default=None, gt=0, le=1.0)
+    effective_batch: int = Field(default=1, ge=1, le=4096)
+    trigger: str | None = None
+    trainer_root: str | None = None
+    model_path: str | None = None
+    text_encoder_path: str | None = None
+    backend: str = "ltx"
+    assume_gpu: str | None = None
+    nvidia_smi: str | None = None
+    accept_risk: bool = False
+
+    @field_validator("mode")
+    @classmethod
+    def _known_mode(cls, value: str) -> str:
+        if value not in MODES:
+            raise ValueError(f"unknown mode {value!r}; choose one of {', '.join(MODES)}")
+        return value
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        if value not in BACKENDS:
+            raise ValueError(f"unknown backend {value!r}; available: {', '.join(BACKENDS)}")
+        return value
+
+    @field_validator("model_path", "text_encoder_path", "trainer_root", "dataset")
+    @classmethod
+    def _local_path(cls, value: str | None) -> str | None:
+        if value is not None and _URL.match(value.strip()):
+            raise ValueError(f"{value!r} is a URL; model and data paths must be local files or folders")
+        return value
+
+    @field_validator("trigger")
+    @classmethod
+    def _clean_trigger(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip()
+        if not value or "\n" in value:
+            raise ValueError("trigger must be a non-empty single line")
+        return value
+
+    @model_validator(mode="after")
+    def _buckets_fit_strategy(self) -> RunRequest:
+        stages = self.stages()
+        if self.strategy == "single" and len(stages[0]) != 1:
+            raise ValueError("strategy 'single' takes exactly one bucket; use --strategy mixed for several")
+        if self.strategy == "mixed" and len(stages[0]) < 2:
+            raise ValueError("strategy 'mixed' needs at least two buckets; use --strategy single for one")
+        if self.strategy == "chain" and len(stages) < 2:
+            raise ValueError("strategy 'chain' needs at least two buckets, one per stage")
+        return self
+
+    def stages(self) -> list[tuple[Bucket, ...]]:
+        """Buckets per training stage: one stage for single/mixed, one bucket per stage for chain."""
+        if self.strategy == "chain":
+            buckets = parse_buckets(self.buckets) if self.buckets else tuple(b for b, _ in CHAINED_DEFAULT)
+            return [(b,) for b in buckets]
+        default = DEFAULT_SINGLE_BUCKET if self.strategy == "single" else DEFAULT_MIXED_BUCKETS
+        return [parse_buckets(self.buckets or default)]
+
+    def bucket_text(self) -> str:
+        return format_buckets([b for stage in self.stages() for b in stage])
+
+    def to_yaml(self) -> str:
+        data = self.model_dump(mode="json", exclude_none=True)
+        stream = io.StringIO()
+        stream.write("# ltx-pipeline run request. Edit and run `ltx-pipeline resume` to change the run.\n")
+        yaml.safe_dump(data, stream, sort_keys=False)
+        return stream.getvalue()
+
+
+def build_request(values: dict[str, Any], where: str = "options") -> RunRequest:
+    """Validate raw values into a ``RunRequest``, turning the first problem into one clear line.
+
+    Raises:
+        BadRequest: with the offending field, its problem and how to fix it.
+    """
+    try:
+        return RunRequest(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "request"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        option = "--" + field.replace("_", "-") if where == "options" else f"{where}: {field}"
+        if err["type"] == "extra_forbidden":
+            raise BadRequest(f"Unknown request field {field!r}", where=where,
+                             fix="remove it; valid fields are " + ", ".join(RunRequest.model_fields)) from None
+        raise BadRequest(message, where=option if field != "request" else where,
+                         fix=_fix_hint(field)) from None
+    except BadRequest:
+        raise
+
+
+def _fix_hint(field: str) -> str:
+    hints = {
+        "mode": "choose one of " + ", ".join(MODES),
+        "buckets": 'write "WxHxF" buckets joined by ";" (W, H multiples of 32; F = 8k+1)',
+        "model_path": "download the file and give its local path",
+        "text_encoder_path": "download the text encoder and give its local folder",
+        "backend": "choose one of " + ", ".join(BACKENDS),
+    }
+    return hints.get(field, "correct the value and try again")
+
+
+def default_run_name(request: RunRequest, now: datetime | None = None) -> str:
+    """``<mode>-<dataset-name>-<YYYYMMDD-HHMM>``, as the official skill names runs."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M")
+    dataset = Path(request.dataset)
+    stem = dataset.stem if dataset.suffix else dataset.name
+    if stem in ("", ".precomputed", "dataset"):
+        stem = dataset.parent.name or "dataset"
+    safe = re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-_")[:40] or "dataset"
+    return validate_run_name(f"{request.mode}-{safe}-{stamp}")
+
+
+def save_request(path: Path, request: RunRequest, root: Path) -> None:
+    atomic_write(path, request.to_yaml(), root=root)
+
+
+def load_request(path: Path) -> RunRequest:
+    """Read and validate ``run.yaml``.
+
+    Raises:
+        BadRequest: missing, unparsable or invalid file, naming the field.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadRequest(f"Cannot read the run request: {exc.strerror}", where=str(path),
+                         fix="restore run.yaml or start the run again with `ltx-pipeline run`") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark else ""
+        raise BadRequest(f"run.yaml is not valid YAML{line}", where=str(path),
+                         fix="correct the YAML syntax") from None
+    if not isinstance(data, dict):
+        raise BadRequest("run.yaml must be a mapping of request fields", where=str(path),
+                         fix="see workspaces/examples/ for the format")
+    return build_request(data, where=str(path))
+
+
+def describe_mode(name: str) -> str:
+    mode = get_mode(name)
+    return f"{mode.name} ({mode.title})"

@@ -1,0 +1,81 @@
+"""SQLModel tables of the engine's store, one SQLite file per workspace.
+
+The schema is created and changed only by the numbered Alembic migrations in ``alembic/``;
+a test checks that the migrations produce exactly this metadata. JSON columns hold phase outputs
+and fingerprint parts; timestamps are UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+__all__ = ["Approval", "Event", "PhaseRun", "Run", "utcnow"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Run(SQLModel, table=True):
+    """One training run: its request (as saved in run.yaml) and its state-machine state."""
+
+    __tablename__ = "runs"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True)
+    request: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    state: str = Field(default="new")
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class PhaseRun(SQLModel, table=True):
+    """One attempt at one phase of a run, with the fingerprint of what it read and what came out."""
+
+    __tablename__ = "phase_runs"
+    __table_args__ = (UniqueConstraint("run_id", "phase", "attempt", name="uq_phase_attempt"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="runs.id", index=True)
+    phase: str
+    attempt: int
+    status: str  # running, succeeded, failed, interrupted, gate_stopped
+    reason: str = Field(default="")  # why it ran: first run, or what changed
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    fingerprint: str = Field(default="")
+    fingerprint_parts: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    outputs: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    summary: str = Field(default="")
+    error: str | None = None
+    approval_subject: str | None = None
+    approval_blockers: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+
+
+class Event(SQLModel, table=True):
+    """Narration and warnings, in order, as the user saw them."""
+
+    __tablename__ = "events"
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="runs.id", index=True)
+    phase: str | None = None
+    level: str = Field(default="info")  # info, warning, error
+    message: str
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Approval(SQLModel, table=True):
+    """A user's approval of one plan, identified by its content hash."""
+
+    __tablename__ = "approvals"
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="runs.id", index=True)
+    subject: str
+    approved_by: str = Field(default="")
+    approved_at: datetime = Field(default_factory=utcnow)

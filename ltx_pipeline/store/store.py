@@ -1,0 +1,168 @@
+"""``Store``: the only code that opens a database session.
+
+Every write is an intent-named method that runs in one transaction, so a state change and its
+record are committed together (a phase row and the run's state; an approval and its event). A
+SIGKILL at any instant therefore loses nothing that was committed and leaves nothing half-done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, func
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, create_engine, select
+
+from ltx_pipeline.store.migrate import upgrade
+from ltx_pipeline.store.models import Approval, Event, PhaseRun, Run, utcnow
+
+__all__ = ["Store"]
+
+
+def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+class Store:
+    """The engine's SQLite store for one workspace."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def open(cls, db_file: Path) -> Store:
+        """Open (creating if needed) and upgrade the database to the newest schema."""
+        db_file.parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(f"sqlite:///{db_file}", connect_args={"timeout": 30})
+        event.listen(engine, "connect", _configure_sqlite)
+        upgrade(engine)
+        return cls(engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        with Session(self.engine, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    # -- runs ---------------------------------------------------------------------------------
+    def create_run(self, name: str, request: dict[str, Any]) -> Run:
+        with self._session() as s:
+            run = Run(name=name, request=request, state="new")
+            s.add(run)
+            s.flush()
+            return run
+
+    def get_run(self, name: str) -> Run | None:
+        with self._session() as s:
+            return s.exec(select(Run).where(Run.name == name)).first()
+
+    def list_runs(self) -> list[Run]:
+        with self._session() as s:
+            return list(s.exec(select(Run).order_by(Run.created_at, Run.id)))
+
+    def update_request(self, run_id: int, request: dict[str, Any]) -> None:
+        with self._session() as s:
+            run = s.get(Run, run_id)
+            run.request = request
+            run.updated_at = utcnow()
+
+    def set_state(self, run_id: int, state: str, message: str | None = None, phase: str | None = None) -> None:
+        """Persist a state change, with the event that explains it, in one transaction."""
+        with self._session() as s:
+            self._set_state(s, run_id, state)
+            if message:
+                s.add(Event(run_id=run_id, phase=phase, level="info", message=message))
+
+    @staticmethod
+    def _set_state(session: Session, run_id: int, state: str) -> None:
+        run = session.get(Run, run_id)
+        run.state = state
+        run.updated_at = utcnow()
+
+    # -- phases -------------------------------------------------------------------------------
+    def begin_phase(self, run_id: int, phase: str, *, reason: str, fingerprint: str,
+                    parts: dict[str, Any], run_state: str) -> PhaseRun:
+        """Open a new attempt of ``phase`` and move the run to ``run_state`` together."""
+        with self._session() as s:
+            previous = s.exec(
+                select(func.max(PhaseRun.attempt)).where(PhaseRun.run_id == run_id, PhaseRun.phase == phase)
+            ).one()
+            row = PhaseRun(run_id=run_id, phase=phase, attempt=(previous or 0) + 1, status="running",
+                           reason=reason, fingerprint=fingerprint, fingerprint_parts=parts)
+            s.add(row)
+            self._set_state(s, run_id, run_state)
+            s.flush()
+            return row
+
+    def finish_phase(self, phase_run_id: int, *, status: str, run_state: str, outputs: dict[str, Any] | None = None,
+                     summary: str = "", error: str | None = None, approval_subject: str | None = None,
+                     approval_blockers: list[str] | None = None) -> None:
+        """Close an attempt with its outputs and move the run to ``run_state`` together."""
+        with self._session() as s:
+            row = s.get(PhaseRun, phase_run_id)
+            row.status = status
+            row.finished_at = utcnow()
+            row.outputs = outputs or {}
+            row.summary = summary
+            row.error = error
+            row.approval_subject = approval_subject
+            row.approval_blockers = list(approval_blockers or [])
+            self._set_state(s, row.run_id, run_state)
+            s.add(Event(run_id=row.run_id, phase=row.phase, level="info" if status == "succeeded" else "error",
+                        message=summary or error or status))
+
+    def interrupt_running(self, run_id: int) -> list[str]:
+        """Mark attempts left 'running' by a dead driver as interrupted; return their phases."""
+        with self._session() as s:
+            rows = list(s.exec(select(PhaseRun).where(PhaseRun.run_id == run_id, PhaseRun.status == "running")))
+            for row in rows:
+                row.status = "interrupted"
+                row.finished_at = utcnow()
+                row.error = "the driver process died while this phase ran"
+                s.add(Event(run_id=run_id, phase=row.phase, level="warning",
+                            message=f"{row.phase} attempt {row.attempt} was interrupted; it will re-run"))
+            return [r.phase for r in rows]
+
+    def latest_phase_runs(self, run_id: int) -> dict[str, PhaseRun]:
+        """The newest attempt of every phase of a run, by phase name."""
+        with self._session() as s:
+            rows = s.exec(select(PhaseRun).where(PhaseRun.run_id == run_id).order_by(PhaseRun.attempt))
+            return {row.phase: row for row in rows}
+
+    def phase_attempts(self, run_id: int) -> list[PhaseRun]:
+        with self._session() as s:
+            return list(s.exec(select(PhaseRun).where(PhaseRun.run_id == run_id).order_by(PhaseRun.id)))
+
+    # -- events and approvals -----------------------------------------------------------------
+    def record_event(self, run_id: int, message: str, *, phase: str | None = None, level: str = "info") -> None:
+        with self._session() as s:
+            s.add(Event(run_id=run_id, phase=phase, level=level, message=message))
+
+    def events(self, run_id: int) -> list[Event]:
+        with self._session() as s:
+            return list(s.exec(select(Event).where(Event.run_id == run_id).order_by(Event.id)))
+
+    def approve(self, run_id: int, subject: str, approved_by: str) -> Approval:
+        with self._session() as s:
+            approval = Approval(run_id=run_id, subject=subject, approved_by=approved_by)
+            s.add(approval)
+            s.add(Event(run_id=run_id, level="info", message=f"plan {subject} approved ({approved_by})"))
+            s.flush()
+            return approval
+
+    def approval_for(self, run_id: int, subject: str) -> Approval | None:
+        with self._session() as s:
+            return s.exec(
+                select(Approval).where(Approval.run_id == run_id, Approval.subject == subject)
+                .order_by(Approval.id.desc())
+            ).first()

@@ -1,0 +1,125 @@
+"""Shared fixtures: an isolated workspace and home, captured nvidia-smi outputs, dataset trees.
+
+Every test runs with ``LTX_PIPELINE_WORKSPACE`` and ``HOME`` pointed at its own temp folders, and
+with the environment variables the probe reads cleared, so no test sees the developer's machine.
+Fakes exist only at the hardware edge (nvidia-smi, a trainer checkout, model files).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+H100_SMI = "0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3, 81559, 570.86.15\n"
+RTX5090_SMI = "0, GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee, NVIDIA GeForce RTX 5090, 32607, 575.51.03\n"
+RTX4090_SMI = "0, GPU-99999999-8888-7777-6666-555555555555, NVIDIA GeForce RTX 4090, 24564, 550.54.14\n"
+A6000_X2_SMI = ("0, GPU-a6000000-0000-0000-0000-000000000000, NVIDIA RTX A6000, 49140, 550.54.14\n"
+                "1, GPU-a6000000-0000-0000-0000-000000000001, NVIDIA RTX A6000, 49140, 550.54.14\n")
+H100_X4_SMI = "".join(
+    f"{i}, GPU-1111111{i}-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3, 81559, 570.86.15\n" for i in range(4)
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point every path the engine reads or writes by default into the test's temp folder."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("LTX_PIPELINE_WORKSPACE", str(tmp_path / "ws"))
+    for name in ("CUDA_VISIBLE_DEVICES", "LTX2_ROOT", "LTX_MODELS_DIR", "LTX_PIPELINE_NVIDIA_SMI", "WANDB_API_KEY",
+                 "NETRC", "CUDA_DEVICE_ORDER"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return tmp_path / "ws"
+
+
+@pytest.fixture
+def fake_smi(tmp_path: Path) -> Callable[..., str]:
+    """Make an executable that replays captured nvidia-smi output (and exit status)."""
+
+    def make(stdout: str, exit_code: int = 0, stderr: str = "", name: str = "nvidia-smi",
+             pause_file: Path | None = None, started_file: Path | None = None) -> str:
+        path = tmp_path / "bin" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        script = f"""#!{sys.executable}
+import pathlib, sys, time
+started = {str(started_file)!r} if {started_file is not None} else None
+if started:
+    pathlib.Path(started).write_text("started")
+pause = {str(pause_file)!r} if {pause_file is not None} else None
+while pause and pathlib.Path(pause).exists():
+    time.sleep(0.05)
+sys.stdout.write({stdout!r})
+sys.stderr.write({stderr!r})
+sys.exit({exit_code})
+"""
+        path.write_text(script)
+        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        return str(path)
+
+    return make
+
+
+def make_tree(root: Path, spec: dict) -> Path:
+    """Build files from ``{"a/b.txt": "text", "c.bin": b"bytes", "d/": None}`` under ``root``."""
+    for rel, content in spec.items():
+        path = root / rel
+        if rel.endswith("/"):
+            path.mkdir(parents=True, exist_ok=True)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content if content is not None else "")
+    return root
+
+
+@pytest.fixture
+def clips_dataset(tmp_path: Path) -> Path:
+    """A small metadata dataset: dataset.json with captions and three video files beside it."""
+    root = tmp_path / "data"
+    rows = [{"caption": f"a red fox, clip {i}", "video": f"videos/clip{i}.mp4"} for i in range(3)]
+    make_tree(root, {"dataset.json": json.dumps(rows), **{f"videos/clip{i}.mp4": b"\x00" * 64 for i in range(3)}})
+    return root / "dataset.json"
+
+
+@pytest.fixture
+def ltx_prereqs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A fake LTX-2 checkout, model files and `uv`, so every prerequisite a heavy phase needs is found."""
+    root = tmp_path / "LTX-2"
+    trainer = "packages/ltx-trainer/"
+    make_tree(root, {
+        f"{trainer}configs/t2v_lora.yaml": "model: {}\n",
+        f"{trainer}configs/t2v_lora_low_vram.yaml": "model: {}\n",
+        f"{trainer}configs/accelerate/ddp.yaml": "distributed_type: MULTI_GPU\n",
+        f"{trainer}scripts/train.py": "",
+        f"{trainer}scripts/process_dataset.py": "",
+        "uv.lock": "", ".venv/": None,
+    })
+    models = tmp_path / "models"
+    make_tree(models, {"ltx-2.3-22b-dev.safetensors": b"\x00" * 16, "gemma-3-12b-it/config.json": "{}"})
+    bin_dir = tmp_path / "tools"
+    bin_dir.mkdir()
+    for tool in ("uv", "ffprobe"):
+        exe = bin_dir / tool
+        exe.write_text(f"#!{sys.executable}\nimport sys\nprint('121')\n")
+        exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    return {"trainer_root": str(root), "model_path": str(models / "ltx-2.3-22b-dev.safetensors"),
+            "text_encoder_path": str(models / "gemma-3-12b-it")}
