@@ -53,16 +53,20 @@ def fake_smi(tmp_path: Path) -> Callable[..., str]:
     """Make an executable that replays captured nvidia-smi output (and exit status)."""
 
     def make(stdout: str, exit_code: int = 0, stderr: str = "", name: str = "nvidia-smi",
-             pause_file: Path | None = None, started_file: Path | None = None) -> str:
+             pause_file: Path | None = None, calls_file: Path | None = None, pause_from_call: int = 1) -> str:
+        """``calls_file`` gets a line per call; from call ``pause_from_call`` on, wait while ``pause_file`` exists."""
         path = tmp_path / "bin" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         script = f"""#!{sys.executable}
 import pathlib, sys, time
-started = {str(started_file)!r} if {started_file is not None} else None
-if started:
-    pathlib.Path(started).write_text("started")
+calls = {str(calls_file)!r} if {calls_file is not None} else None
+count = 0
+if calls:
+    with open(calls, "a") as handle:
+        handle.write("call\\n")
+    count = len(pathlib.Path(calls).read_text().splitlines())
 pause = {str(pause_file)!r} if {pause_file is not None} else None
-while pause and pathlib.Path(pause).exists():
+while pause and count >= {pause_from_call} and pathlib.Path(pause).exists():
     time.sleep(0.05)
 sys.stdout.write({stdout!r})
 sys.stderr.write({stderr!r})

@@ -1,0 +1,171 @@
+"""Plan phase: write ``<run>/plan.md``, the user's contract, and stop for its approval.
+
+The plan follows the official plan template's sections and is derived, not fixed: the recipe
+rules in ``ltx/recipe.py`` applied to the request and to what the probe found. Its content hash is
+the approval subject, so any change that alters the plan voids an earlier approval. Missing
+prerequisites do not stop the plan; each is listed with its next step, and ``approve`` refuses
+until the ones heavy phases need are present. No durations are invented: training time stays
+unknown until the sanity check has measured a step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ltx_pipeline.engine import PhaseResult, RunContext
+from ltx_pipeline.engine.fingerprint import digest
+from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.ltx.recipe import Recipe, build_recipe
+from ltx_pipeline.ltx.tiers import Tier
+from ltx_pipeline.workspace import atomic_write
+
+__all__ = ["PHASE"]
+
+# Prerequisites a heavy phase of the `ltx` backend cannot run without (probe finding items).
+_HEAVY_NEEDS = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout", "Operating system")
+
+
+class PlanPhase:
+    name = "plan"
+    heavy = False
+
+    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+        return {"run request": ctx.request.model_dump(mode="json"), "probe": digest(ctx.output("probe"))}
+
+    def run(self, ctx: RunContext) -> PhaseResult:
+        ctx.narrate("Writing plan.md: every setting, where it comes from, and what runs next. Nothing heavy "
+                    "runs until you approve this exact plan.")
+        probe = ctx.output("probe")
+        request = ctx.request
+        mode = get_mode(request.mode)
+        tier = Tier(probe["tier"]["key"], probe["tier"]["name"], probe["tier"]["base"])
+        recipe = build_recipe(mode=mode, tier=tier, gpu_count=probe["gpu_count"],
+                              training_mode=request.training_mode, strategy=request.strategy,
+                              stages=request.stages(), buckets_given=request.buckets is not None,
+                              rank=request.rank, steps=request.steps, learning_rate=request.learning_rate,
+                              effective_batch=request.effective_batch)
+        warnings = list(recipe.warnings) + _clip_warnings(probe, recipe)
+        for warning in warnings:
+            ctx.warn(warning)
+        missing = [f for f in probe["findings"] if f["status"] != "ok"]
+        blockers = [f"{f['item']}: {f['detail']}" for f in missing
+                    if f["status"] == "missing" and f["item"] in _HEAVY_NEEDS]
+        text = render_plan(ctx, recipe, probe, missing, warnings)
+        atomic_write(ctx.paths.plan_file, text, root=ctx.workspace)
+        subject = digest(text)
+        outputs = {"plan_file": str(ctx.paths.plan_file), "plan_hash": subject, "recipe": recipe.to_dict(),
+                   "warnings": warnings, "missing": [f["item"] for f in missing], "blockers": blockers}
+        return PhaseResult(outputs, approval_subject=subject, approval_blockers=blockers)
+
+    def summary(self, outputs: dict[str, Any]) -> str:
+        recipe = outputs["recipe"]
+        stages = "; ".join("+".join(s["buckets"]) for s in recipe["stages"])
+        blocked = f", {len(outputs['blockers'])} prerequisite(s) missing" if outputs["blockers"] else ""
+        return (f"plan.md written: {recipe['mode']} {recipe['training_mode']} on {recipe['tier_name']}, "
+                f"{stages}{blocked}")
+
+
+def _clip_warnings(probe: dict[str, Any], recipe: Recipe) -> list[str]:
+    """Clips shorter than the smallest bucket's frames are skipped by preprocessing without an error."""
+    counts = (probe.get("clip_frames") or {}).get("counts") or {}
+    if not counts:
+        return []
+    smallest = min(int(b.split("x")[2]) for s in recipe.stages for b in s.buckets)
+    short = sorted(path for path, n in counts.items() if n is not None and n < smallest)
+    if not short:
+        return []
+    names = ", ".join(short[:5]) + (f" and {len(short) - 5} more" if len(short) > 5 else "")
+    return [f"{len(short)} of {len(counts)} clips have fewer than {smallest} frames and would be skipped by "
+            f"preprocessing: {names}. Options: a smaller bucket, an extra shorter bucket (multi-bucket forces "
+            "batch 1), or accept the loss."]
+
+
+def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing: list[dict[str, Any]],
+                warnings: list[str]) -> str:
+    """The plan's Markdown, in the official template's section order."""
+    request = ctx.request
+    mode = get_mode(request.mode)
+    dataset = probe["dataset"]
+    lines = [f"# Training plan: {ctx.run_name}", ""]
+    lines += ["## Goal", "",
+              f"Train a {'LoRA' if recipe.training_mode == 'lora' else 'full fine-tune'} for {mode.title} "
+              f"on the dataset at `{request.dataset}`"
+              + (f", with trigger word `{request.trigger}`." if request.trigger else ", with no trigger word."), ""]
+    lines += ["## Mode", "", f"- Mode: **{mode.name}** ({mode.title})",
+              f"- Config base: `{recipe.template}` (copied into the run, never edited in place)",
+              f"- Generates: {_generates(mode)}", f"- Training mode: {recipe.training_mode}", ""]
+    lines += ["## Dataset", "", f"- Path: `{request.dataset}` ({dataset['kind']})"]
+    lines += [f"- {k}: {v}" for k, v in _dataset_facts(dataset).items()]
+    lines += [f"- Required metadata columns for {mode.name}: {', '.join(mode.columns)}",
+              f"- Required precomputed folders: {', '.join(mode.precomputed_dirs)}", ""]
+    lines += ["## Preprocessing", "", f"- Strategy: {recipe.strategy}"]
+    for stage in recipe.stages:
+        pairs = zip(stage.buckets, stage.tokens, strict=True)
+        tokens = ", ".join(f"{b} = {t:,} video tokens per clip" for b, t in pairs)
+        lines.append(f"- Stage {stage.index}: {tokens}")
+    lines += ["- Output: `dataset/.precomputed/` in the run folder (one folder per stage when chained); existing "
+              "precomputed data is verified, never overwritten", ""]
+    lines += _config_table(recipe, request)
+    lines += ["## Hardware", "", f"- GPUs: {probe['gpu_summary']}",
+              f"- VRAM tier: **{recipe.tier_name}** (base: {'low-VRAM' if recipe.base == 'low_vram' else 'standard'}"
+              " config)", f"- Launch: {recipe.launch}", f"- Effective batch: {recipe.effective_batch}", ""]
+    lines += ["## Sanity Check + Autotune", "",
+              "Before the full preprocess, a short trial at the full target resolution (the largest bucket) checks "
+              "that training and a validation pass fit in memory, then a few variants of the memory/speed knobs "
+              "are measured and the fastest that fits is kept. Loss is not a success criterion.", ""]
+    lines += ["## Monitoring", "",
+              "- W&B: " + ("credentials resolve; logging can be enabled" if probe["host"].get("wandb_credentials")
+                           else "not logged in — run `wandb login` to enable it"),
+              f"- `ltx-pipeline status --workspace {ctx.workspace} --run {ctx.run_name}`", ""]
+    lines += ["## Outputs", "", f"- Config: `{ctx.paths.config_file}`",
+              f"- Checkpoints: `{ctx.paths.outputs / 'checkpoints'}`",
+              f"- Validation samples: `{ctx.paths.outputs / 'samples'}`",
+              f"- Autotune log: `{ctx.paths.root / 'autotune.log'}`", ""]
+    lines += ["## Assumptions", ""] + [f"- {a}" for a in recipe.assumptions] + [""]
+    if warnings:
+        lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
+    if missing:
+        lines += ["## Missing prerequisites and warnings", ""]
+        lines += [f"- **{f['item']}** ({f['status']}): {f['detail']}. Next step: {f.get('next_step') or 'see status'}"
+                  for f in missing] + [""]
+    lines += ["## Cost / Time", "",
+              f"- {recipe.steps} optimizer steps per stage x {len(recipe.stages)} stage(s)",
+              "- Training duration: TBD until the sanity check measures step time; then measured step time x steps",
+              "- Free disk at the workspace: see the probe findings in `ltx-pipeline status`", ""]
+    approve = f"ltx-pipeline approve --workspace {ctx.workspace} --run {ctx.run_name}"
+    lines += ["## Approve to proceed", "", "Nothing heavy (preprocessing, autotune, training) runs before approval.",
+              "", "```", approve, f"ltx-pipeline resume --workspace {ctx.workspace} --run {ctx.run_name}", "```", ""]
+    return "\n".join(lines)
+
+
+def _config_table(recipe: Recipe, request: Any) -> list[str]:
+    knobs = recipe.knobs
+    rows = [("optimizer_type", knobs["optimizer_type"]), ("mixed_precision_mode", knobs["mixed_precision_mode"]),
+            ("quantization", knobs["quantization"] or "null"),
+            ("enable_gradient_checkpointing", str(knobs["enable_gradient_checkpointing"]).lower()),
+            ("load_text_encoder_in_8bit", str(knobs["load_text_encoder_in_8bit"]).lower()),
+            ("offload_optimizer_during_validation", str(knobs["offload_optimizer_during_validation"]).lower()),
+            ("batch_size", knobs["batch_size"]), ("gradient_accumulation_steps", knobs["gradient_accumulation_steps"]),
+            ("effective batch (all GPUs)", recipe.effective_batch), ("steps", recipe.steps),
+            ("learning_rate", ", ".join(f"{s.learning_rate:g}" for s in recipe.stages)),
+            ("lora rank / alpha", f"{recipe.rank} / {recipe.alpha}" if recipe.training_mode == "lora" else "n/a"),
+            ("trigger word", request.trigger or "none"), ("validation interval", recipe.validation_interval),
+            ("validation video_dims", recipe.validation_dims), ("checkpoint interval", recipe.checkpoint_interval),
+            ("checkpoints keep_last_n", recipe.keep_last_n)]
+    return (["## Training Config", "", "| setting | value |", "|---|---|"]
+            + [f"| {k} | {v} |" for k, v in rows]
+            + ["", "Rank guidance (seed 002): motion or camera 8-16; a character or style 32-64; a dense "
+               "multi-character world 96-128. Alpha is kept equal to rank.", ""])
+
+
+def _generates(mode: Any) -> str:
+    parts = [name for name, on in (("video", mode.generates_video), ("audio", mode.generates_audio)) if on]
+    return " + ".join(parts)
+
+
+def _dataset_facts(dataset: dict[str, Any]) -> dict[str, Any]:
+    keys = ("rows", "columns", "caption_column", "media_count", "missing_media", "subfolders", "checkpoints")
+    return {k.replace("_", " "): dataset[k] for k in keys if dataset.get(k) not in (None, [], {})}
+
+
+PHASE = PlanPhase()

@@ -1,0 +1,145 @@
+"""Probe phase: what this machine, this dataset and these prerequisites are, before any plan.
+
+Read-only: it runs ``nvidia-smi`` (or takes ``--assume-gpu``), classifies the dataset path, looks
+for the LTX checkpoint, the Gemma text encoder and the trainer checkout, and reads the host's
+disk, /dev/shm, RAM and W&B state. It chooses the VRAM tier and applies the minimum-VRAM gate.
+Every finding is stored; nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ltx_pipeline.engine import PhaseResult, RunContext
+from ltx_pipeline.engine.fingerprint import digest, file_digest
+from ltx_pipeline.errors import BadInput, GateStopped
+from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.ltx.tiers import MINIMUM_GB, classify_tier
+from ltx_pipeline.probing import to_plain
+from ltx_pipeline.probing.dataset import classify_dataset, clip_frame_counts, media_files
+from ltx_pipeline.probing.gpus import assumed_probe, describe_gpus, probe_gpus
+from ltx_pipeline.probing.host import probe_host
+from ltx_pipeline.probing.models import check_model_path, check_trainer_root, default_model_dirs, find_model_files
+
+__all__ = ["PHASE"]
+
+# Environment that changes what the probe finds (never secrets; W&B is reduced to a boolean).
+_ENV_INPUTS = ("CUDA_VISIBLE_DEVICES", "LTX_PIPELINE_NVIDIA_SMI", "LTX2_ROOT", "LTX_MODELS_DIR")
+_REQUEST_INPUTS = ("dataset", "mode", "backend", "assume_gpu", "nvidia_smi", "accept_risk", "trainer_root",
+                   "model_path", "text_encoder_path")
+
+
+class ProbePhase:
+    name = "probe"
+    heavy = False
+
+    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+        request = ctx.request
+        return {
+            "run request": {key: getattr(request, key) for key in _REQUEST_INPUTS},
+            "environment": {key: os.environ.get(key) for key in _ENV_INPUTS},
+            "dataset": _dataset_digest(Path(request.dataset)),
+            # The hardware itself: a swapped or re-partitioned GPU must re-plan (cheap: one nvidia-smi call).
+            "gpus": None if request.assume_gpu else digest(to_plain(probe_gpus(request.nvidia_smi).gpus)),
+        }
+
+    def run(self, ctx: RunContext) -> PhaseResult:
+        request = ctx.request
+        ctx.narrate("Probing the GPUs, the dataset, the model files and the trainer checkout, so the plan "
+                    "fits this machine. Nothing is changed or written.")
+        gpu_probe = assumed_probe(request.assume_gpu) if request.assume_gpu else probe_gpus(request.nvidia_smi)
+        if not gpu_probe.gpus:  # nvidia-smi answered but CUDA_VISIBLE_DEVICES hides every GPU
+            raise BadInput("No GPU is visible to training", where="CUDA_VISIBLE_DEVICES",
+                           fix='unset CUDA_VISIBLE_DEVICES, or plan for other hardware with --assume-gpu '
+                               '"NAME,MEMORY_MIB[,COUNT]"')
+        for warning in gpu_probe.warnings:
+            ctx.warn(warning)
+        tier, nominal = classify_tier([g.memory_mib for g in gpu_probe.gpus])
+        gpus_text = describe_gpus(gpu_probe.gpus) + (" (assumed)" if gpu_probe.assumed else "")
+        if tier.below_minimum:
+            _minimum_gate(ctx, gpus_text, nominal, request.accept_risk)
+
+        dataset = classify_dataset(Path(request.dataset))
+        host = probe_host(ctx.workspace)
+        findings = [gpu_probe.to_finding().to_dict(), *(f.to_dict() for f in host.to_findings())]
+        findings.append(dataset.to_finding().to_dict())
+        media = media_files(Path(request.dataset)) if get_mode(request.mode).video_media else []
+        frames = _clip_frames(media, host.ffprobe_path)
+        models = _models(request, findings)
+        trainer = None
+        if request.backend == "ltx":
+            trainer_check = check_trainer_root(Path(request.trainer_root) if request.trainer_root else None)
+            findings.append(trainer_check.to_finding().to_dict())
+            trainer = to_plain(trainer_check)
+        outputs = {
+            "gpus": to_plain(gpu_probe),
+            "gpu_count": len(gpu_probe.gpus),
+            "gpu_summary": gpus_text,
+            "assumed_gpu": gpu_probe.assumed,
+            "tier": {"key": tier.key, "name": tier.name, "base": tier.base, "nominal_gb": nominal,
+                     "accepted_risk": tier.below_minimum},
+            "host": to_plain(host),
+            "dataset": to_plain(dataset),
+            "clip_frames": frames,
+            "models": models,
+            "trainer": trainer,
+            "findings": findings,
+        }
+        return PhaseResult(outputs)
+
+    def summary(self, outputs: dict[str, Any]) -> str:
+        missing = sum(1 for f in outputs["findings"] if f["status"] == "missing")
+        dataset = outputs["dataset"]
+        return (f"{outputs['gpu_summary']} -> {outputs['tier']['name']}; dataset: {dataset['kind']}; "
+                f"{missing} prerequisite(s) missing")
+
+
+def _minimum_gate(ctx: RunContext, gpus_text: str, nominal: int, accept_risk: bool) -> None:
+    message = (f"{gpus_text} has {nominal} GB per GPU. The LTX-2 trainer documents 80 GB recommended and "
+               f"the official workflow a {MINIMUM_GB} GB minimum; no tested config exists below it")
+    if not accept_risk:
+        raise GateStopped(message, where="probe",
+                          fix="(a) abort (default), or (b) re-run with --accept-risk to try the low-VRAM "
+                              "config at your own risk")
+    ctx.warn(message + ". Continuing on the low-VRAM config because --accept-risk was given.")
+
+
+def _clip_frames(media: list[Path], ffprobe: str | None) -> dict[str, Any]:
+    """Frame counts of the dataset's clips (small datasets only), for the plan's bucket check."""
+    if not media:
+        return {}
+    if ffprobe is None:  # the host finding for ffprobe already says how to get it
+        return {}
+    counts = clip_frame_counts(media, ffprobe)
+    known = [c for c in counts.values() if c is not None]
+    return {"counts": counts, "min_frames": min(known) if known else None}
+
+
+def _models(request: Any, findings: list[dict]) -> dict[str, Any]:
+    search = find_model_files(default_model_dirs(os.environ, Path.home()))
+    checkpoint = request.model_path or (search.checkpoints[0] if len(search.checkpoints) == 1 else None)
+    encoder = request.text_encoder_path or (search.text_encoders[0] if len(search.text_encoders) == 1 else None)
+    checks = {"checkpoint": check_model_path(checkpoint, "checkpoint"),
+              "text_encoder": check_model_path(encoder, "text_encoder")}
+    findings.extend(c.to_finding().to_dict() for c in checks.values())
+    return {"search": to_plain(search), **{k: to_plain(v) for k, v in checks.items()},
+            "checkpoint_path": checkpoint, "text_encoder_path": encoder}
+
+
+def _dataset_digest(path: Path) -> str:
+    """A metadata file's content, or a folder's listing (names, sizes, mtimes), as a digest."""
+    if path.is_file():
+        return file_digest(path)
+    if not path.is_dir():
+        return "missing"
+    listing = []
+    for entry in sorted(path.rglob("*"))[:20000]:
+        if entry.is_file():
+            stat = entry.stat()
+            listing.append((str(entry.relative_to(path)), stat.st_size, int(stat.st_mtime)))
+    return digest(listing)
+
+
+PHASE = ProbePhase()
