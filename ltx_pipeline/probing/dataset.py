@@ -1,0 +1,489 @@
+"""Dataset probing: what ``--dataset`` points at, and what is in it.
+
+Owns the classification of a dataset path into one of four kinds (a metadata file, a folder of
+raw media, a ``.precomputed`` folder, a prior run's outputs) and the facts the plan needs about
+each: rows, columns, the caption column, missing media, precomputed counts, resumable
+checkpoints, and clip frame counts through ffprobe. Unusable inputs raise ``BadDataset`` with one
+line. Metadata conventions follow the trainer's ``process_dataset.py``: media paths are relative
+to the metadata file, ``caption`` is the default caption column, ``media_path`` and
+``ref_media_path`` are legacy aliases.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ltx_pipeline.errors import BadDataset
+from ltx_pipeline.probing import Finding, to_plain
+
+__all__ = [
+    "AUDIO_EXTENSIONS",
+    "IMAGE_EXTENSIONS",
+    "METADATA_EXTENSIONS",
+    "VIDEO_EXTENSIONS",
+    "DatasetInfo",
+    "MediaColumn",
+    "MediaFolderInfo",
+    "MetadataInfo",
+    "PrecomputedInfo",
+    "PriorRunInfo",
+    "RunCheckpoint",
+    "classify_dataset",
+    "clip_frame_counts",
+    "media_files",
+]
+
+VIDEO_EXTENSIONS = frozenset({".mp4", ".mov", ".mkv", ".webm", ".avi"})
+IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg"})
+AUDIO_EXTENSIONS = frozenset({".wav", ".mp3", ".flac"})
+METADATA_EXTENSIONS = frozenset({".csv", ".json", ".jsonl"})
+MEDIA_COLUMNS = ("video", "media_path", "audio", "reference_video", "ref_media_path",
+                 "reference_audio", "video_mask", "audio_mask")
+LEGACY_ALIASES = {"media_path": "video", "ref_media_path": "reference_video"}
+CAPTION_COLUMNS = ("caption", "text", "prompt", "captions", "description")
+_MAX_EXAMPLES = 10
+_WEIGHTS = re.compile(r"^(lora|model)_weights_step_(\d+)\.safetensors$")
+_STATE = re.compile(r"^training_state_step_(\d+)\.pt$")
+_FIX_PATH = ("pass --dataset a folder of videos, a .csv/.json/.jsonl metadata file, a .precomputed "
+             "folder or a prior run's output folder")
+
+Kind = Literal["metadata", "videos_folder", "precomputed", "prior_run"]
+
+
+@dataclass(frozen=True)
+class MediaColumn:
+    """A media column of a metadata file: how many rows name a file, and how many are missing."""
+
+    column: str
+    rows_with_path: int
+    missing: int
+    missing_examples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PrecomputedInfo:
+    """A ``.precomputed`` folder: ``.pt`` files per subfolder (recursive) and leftover temp files."""
+
+    path: str
+    subfolders: dict[str, int]
+    leftover_tmp_files: int = 0
+
+
+@dataclass(frozen=True)
+class MetadataInfo:
+    """A .csv/.json/.jsonl metadata file as the trainer's preprocessing reads it."""
+
+    format: str
+    rows: int
+    columns: tuple[str, ...]
+    caption_column: str | None
+    empty_captions: int
+    media_columns: tuple[MediaColumn, ...]
+    precomputed: PrecomputedInfo | None
+
+
+@dataclass(frozen=True)
+class MediaFolderInfo:
+    """Raw media found under a folder (hidden folders skipped), and metadata files at its top."""
+
+    videos: int
+    images: int
+    audio: int
+    by_extension: dict[str, int]
+    metadata_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunCheckpoint:
+    """A resumable checkpoint: weights plus training state for the same step."""
+
+    step: int
+    weights: str
+    training_state: str
+    training_mode: Literal["lora", "full"]
+
+
+@dataclass(frozen=True)
+class PriorRunInfo:
+    """A prior run's outputs: complete checkpoints highest step first, and incomplete ones."""
+
+    checkpoints_dir: str | None
+    checkpoints: tuple[RunCheckpoint, ...]
+    weights_without_state: tuple[int, ...]
+    state_without_weights: tuple[int, ...]
+    has_training_config: bool
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What ``--dataset`` is. Exactly the parts that apply to ``kind`` are set."""
+
+    kind: Kind
+    path: str
+    metadata: MetadataInfo | None = None
+    media: MediaFolderInfo | None = None
+    precomputed: PrecomputedInfo | None = None
+    prior_run: PriorRunInfo | None = None
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data."""
+        return to_plain(self)
+
+    def to_finding(self) -> Finding:
+        """The "Dataset" row of the findings table; warnings become the next step."""
+        status = "warning" if self.warnings else "ok"
+        return Finding("Dataset", status, f"{self.kind}: {self._summary()}",
+                       " ".join(self.warnings) if self.warnings else None)
+
+    def _summary(self) -> str:
+        if self.metadata is not None:
+            meta = self.metadata
+            media = ", ".join(col.column for col in meta.media_columns) or "none"
+            missing = sum(col.missing for col in meta.media_columns)
+            return (f"{self.path}: {meta.rows} rows, caption column {meta.caption_column or 'none'}, "
+                    f"media columns {media}, {missing} media files missing")
+        if self.prior_run is not None:
+            latest = self.prior_run.checkpoints[0].step if self.prior_run.checkpoints else None
+            return (f"{self.path}: {len(self.prior_run.checkpoints)} resumable checkpoint(s)"
+                    + (f", latest step {latest}" if latest is not None else ""))
+        if self.precomputed is not None:
+            counts = ", ".join(f"{k} {v}" for k, v in self.precomputed.subfolders.items()) or "no subfolders"
+            return f"{self.precomputed.path}: {counts}"
+        assert self.media is not None  # videos_folder always carries media
+        return (f"{self.path}: {self.media.videos} videos, {self.media.images} images, "
+                f"{self.media.audio} audio files")
+
+
+def _bad(what: str, path: Path, fix: str = _FIX_PATH) -> BadDataset:
+    return BadDataset(what, where=str(path), fix=fix)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _bad(f"Metadata file is not UTF-8 text (byte {exc.start})", path,
+                   "save it as UTF-8") from exc
+    except OSError as exc:
+        raise _bad(f"Cannot read metadata file: {exc.strerror or exc}", path,
+                   "check its permissions and that it is a regular file") from exc
+
+
+def _load_rows(path: Path) -> list[dict[str, Any]]:
+    suffix = path.suffix.lower()
+    text = _read_text(path)
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _bad(f"Malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path,
+                       "fix the JSON at that position") from exc
+        if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
+            raise _bad("JSON metadata is not a list of objects", path,
+                       'write a list like [{"caption": "...", "video": "videos/a.mp4"}]')
+        rows = data
+    elif suffix == ".jsonl":
+        rows = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise _bad(f"JSONL line {number} is not valid JSON ({exc.msg})", path,
+                           "write one JSON object per line") from exc
+            if not isinstance(row, dict):
+                raise _bad(f"JSONL line {number} is not a JSON object", path,
+                           "write one JSON object per line")
+            rows.append(row)
+    else:
+        rows = _load_csv(text, path)
+    if not rows:
+        raise _bad("Metadata file has no rows", path, "add one row per clip")
+    return rows
+
+
+def _load_csv(text: str, path: Path) -> list[dict[str, Any]]:
+    reader = csv.DictReader(io.StringIO(text), restkey="\0extra", strict=True)
+    try:
+        header = reader.fieldnames
+        if not header:
+            raise _bad("CSV metadata has no header row", path, "add a header such as `caption,video`")
+        known = set(CAPTION_COLUMNS) | set(MEDIA_COLUMNS)
+        if not known & {name.strip() for name in header} and any(
+            Path(name.strip()).suffix.lower() in VIDEO_EXTENSIONS | IMAGE_EXTENSIONS | AUDIO_EXTENSIONS
+            for name in header
+        ):
+            raise _bad("CSV metadata has no header row (its first row holds a media path)", path,
+                       "add a header such as `caption,video` as the first line")
+        rows = []
+        for row in reader:
+            if "\0extra" in row:
+                raise _bad(f"CSV line {reader.line_num} has more fields than the header", path,
+                           "quote fields that contain commas")
+            rows.append({key.strip(): value for key, value in row.items()})
+    except csv.Error as exc:
+        raise _bad(f"Malformed CSV at line {reader.line_num}: {exc}", path,
+                   "fix the quoting on that line") from exc
+    return rows
+
+
+def _columns(rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for row in rows:
+        seen.update(dict.fromkeys(row))
+    return tuple(seen)
+
+
+def _resolve_media(base: Path, value: str) -> Path:
+    media = Path(value).expanduser()
+    return media if media.is_absolute() else base / media
+
+
+def _media_column(rows: list[dict[str, Any]], column: str, base: Path) -> MediaColumn:
+    values = [row.get(column) for row in rows]
+    named = [value for value in values if isinstance(value, str) and value.strip()]
+    missing = [value for value in named if not _resolve_media(base, value.strip()).is_file()]
+    return MediaColumn(column, len(named), len(missing), tuple(missing[:_MAX_EXAMPLES]))
+
+
+def _metadata_info(path: Path) -> tuple[MetadataInfo, list[str]]:
+    rows = _load_rows(path)
+    columns = _columns(rows)
+    base = path.parent
+    caption = next((name for name in CAPTION_COLUMNS if name in columns), None)
+    warnings: list[str] = []
+    empty = 0
+    if caption is None:
+        warnings.append("No caption column: add a `caption` column or caption the clips "
+                        "before preprocessing.")
+    else:
+        empty = sum(1 for row in rows if not str(row.get(caption) or "").strip())
+        if caption != "caption":
+            warnings.append(f"Captions are in column `{caption}`, but the trainer reads `caption` by "
+                            f"default: rename it or pass --caption-column {caption} to preprocessing.")
+        if empty:
+            warnings.append(f"{empty} row(s) have an empty caption: fill them in.")
+    media = tuple(_media_column(rows, name, base) for name in MEDIA_COLUMNS if name in columns)
+    if not {"video", "media_path", "audio"} & set(columns):
+        warnings.append("No `video` or `audio` column: add one naming each clip, relative to the "
+                        "metadata file.")
+    for name in LEGACY_ALIASES:
+        if name in columns:
+            warnings.append(f"`{name}` is a legacy alias of `{LEGACY_ALIASES[name]}`: consider renaming it.")
+    for col in media:
+        if col.missing:
+            warnings.append(f"{col.missing} file(s) in `{col.column}` do not exist "
+                            f"(e.g. {col.missing_examples[0]}): fix the paths, which are relative to {base}.")
+    sibling = base / ".precomputed"
+    precomputed = _precomputed_info(sibling) if sibling.is_dir() else None
+    info = MetadataInfo(path.suffix.lower().lstrip("."), len(rows), columns, caption, empty, media,
+                        precomputed)
+    return info, warnings
+
+
+def _precomputed_info(path: Path) -> PrecomputedInfo:
+    counts: dict[str, int] = {}
+    leftovers = 0
+    for child in sorted(path.iterdir()):
+        if not child.is_dir():
+            continue
+        count = 0
+        for _root, _dirs, files in os.walk(child):
+            count += sum(1 for name in files if name.endswith(".pt"))
+            leftovers += sum(1 for name in files if ".pt.tmp" in name)
+        counts[child.name] = count
+    return PrecomputedInfo(str(path), counts, leftovers)
+
+
+def _precomputed_warnings(info: PrecomputedInfo) -> list[str]:
+    warnings = []
+    if not any(info.subfolders.values()):
+        warnings.append("The .precomputed folder holds no .pt files: preprocess the dataset again.")
+    if info.leftover_tmp_files:
+        warnings.append(f"{info.leftover_tmp_files} unfinished .pt.tmp file(s): preprocessing was "
+                        "interrupted; re-run it (finished files are skipped).")
+    nonzero = {name: n for name, n in info.subfolders.items() if n}
+    if len(set(nonzero.values())) > 1:
+        warnings.append("Subfolders hold different numbers of samples "
+                        f"({', '.join(f'{k} {v}' for k, v in nonzero.items())}): the trainer skips unmatched "
+                        "samples; re-run preprocessing to complete them.")
+    return warnings
+
+
+def _scan_media(folder: Path) -> MediaFolderInfo:
+    by_extension: dict[str, int] = {}
+    for _root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(name for name in dirs if not name.startswith("."))
+        for name in files:
+            suffix = Path(name).suffix.lower()
+            if suffix in VIDEO_EXTENSIONS | IMAGE_EXTENSIONS | AUDIO_EXTENSIONS and not name.startswith("."):
+                by_extension[suffix] = by_extension.get(suffix, 0) + 1
+    metadata = tuple(sorted(child.name for child in folder.iterdir()
+                            if child.is_file() and child.suffix.lower() in METADATA_EXTENSIONS))
+
+    def total(kinds: frozenset[str]) -> int:
+        return sum(n for ext, n in by_extension.items() if ext in kinds)
+
+    return MediaFolderInfo(total(VIDEO_EXTENSIONS), total(IMAGE_EXTENSIONS), total(AUDIO_EXTENSIONS),
+                           dict(sorted(by_extension.items())), metadata)
+
+
+def _prior_run_info(folder: Path) -> PriorRunInfo | None:
+    has_config = (folder / "training_config.yaml").is_file()
+    candidates = (folder / "checkpoints", folder / "outputs" / "checkpoints")
+    checkpoints_dir = next((d for d in candidates if d.is_dir()), None)
+    weights: dict[int, Path] = {}
+    states: dict[int, Path] = {}
+    if checkpoints_dir is not None:
+        for child in checkpoints_dir.iterdir():
+            if (match := _WEIGHTS.match(child.name)) and child.is_file():
+                weights[int(match.group(2))] = child
+            elif (match := _STATE.match(child.name)) and child.is_file():
+                states[int(match.group(1))] = child
+    if not (weights or states or has_config):
+        return None
+    complete = tuple(
+        RunCheckpoint(step, str(weights[step]), str(states[step]),
+                      "lora" if weights[step].name.startswith("lora_") else "full")
+        for step in sorted(set(weights) & set(states), reverse=True)
+    )
+    return PriorRunInfo(str(checkpoints_dir) if checkpoints_dir else None, complete,
+                        tuple(sorted(set(weights) - set(states), reverse=True)),
+                        tuple(sorted(set(states) - set(weights), reverse=True)), has_config)
+
+
+def _prior_run_warnings(info: PriorRunInfo) -> list[str]:
+    if info.checkpoints:
+        return [f"A prior run with checkpoints up to step {info.checkpoints[0].step} is here: decide "
+                "whether to resume from it or start fresh in a new run."]
+    if info.weights_without_state:
+        return [f"Weights up to step {info.weights_without_state[0]} but no training state: resuming "
+                "restarts the step counter at 0."]
+    return ["No complete checkpoint (weights plus training state) was found: start a fresh run."]
+
+
+def classify_dataset(path: Path) -> DatasetInfo:
+    """Classify ``--dataset`` and gather what the plan needs about it.
+
+    Args:
+        path: a metadata file, a media folder, a ``.precomputed`` folder (or one containing it),
+            or a prior run's output folder.
+
+    Returns:
+        A ``DatasetInfo`` with the part for its kind filled in, and warnings with next steps.
+
+    Raises:
+        BadDataset: the path is missing, unreadable, malformed, of an unsupported type, or empty.
+    """
+    path = path.expanduser().absolute()
+    if not path.exists():
+        raise _bad("Dataset path does not exist", path)
+    if path.is_file():
+        suffix = path.suffix.lower()
+        if suffix in METADATA_EXTENSIONS:
+            meta, warnings = _metadata_info(path)
+            if meta.precomputed is not None:
+                warnings += _precomputed_warnings(meta.precomputed)
+            return DatasetInfo("metadata", str(path), metadata=meta, warnings=tuple(warnings))
+        if suffix in VIDEO_EXTENSIONS:
+            raise _bad("A single video file is not a dataset", path,
+                       "put the clips (split into scenes) in a folder and pass that folder")
+        raise _bad(f"Unsupported dataset file type {suffix or '(no extension)'!r}", path, _FIX_PATH)
+    if not path.is_dir():
+        raise _bad("Dataset path is neither a file nor a folder", path)
+    try:
+        if path.name == ".precomputed":
+            pre = _precomputed_info(path)
+            return DatasetInfo("precomputed", str(path), precomputed=pre,
+                               warnings=tuple(_precomputed_warnings(pre)))
+        prior = _prior_run_info(path)
+        if prior is not None:
+            return DatasetInfo("prior_run", str(path), prior_run=prior,
+                               warnings=tuple(_prior_run_warnings(prior)))
+        media = _scan_media(path)
+        if (path / ".precomputed").is_dir():
+            pre = _precomputed_info(path / ".precomputed")
+            return DatasetInfo("precomputed", str(path), media=media, precomputed=pre,
+                               warnings=tuple(_precomputed_warnings(pre)))
+    except PermissionError as exc:
+        raise _bad(f"Cannot read dataset folder: {exc.strerror}", Path(exc.filename or path),
+                   "check its permissions") from exc
+    if media.videos + media.images + media.audio == 0:
+        found = f" (metadata files: {', '.join(media.metadata_files)})" if media.metadata_files else ""
+        raise _bad(f"Dataset folder holds no media, .precomputed folder or checkpoints{found}", path,
+                   "add clips (.mp4 .mov .mkv .webm .avi, images or audio), or pass the metadata file itself")
+    warnings = [f"Found {name} here: pass it as --dataset to use its captions."
+                for name in media.metadata_files]
+    return DatasetInfo("videos_folder", str(path), media=media, warnings=tuple(warnings))
+
+
+def media_files(path: Path) -> list[Path]:
+    """The visual media of a dataset path, for ``clip_frame_counts``.
+
+    A metadata file gives its ``video`` (or legacy ``media_path``) column resolved against its
+    folder; a folder gives its videos and images, sorted. Other kinds give an empty list.
+    """
+    path = path.expanduser().absolute()
+    if path.is_file() and path.suffix.lower() in METADATA_EXTENSIONS:
+        rows = _load_rows(path)
+        column = "video" if "video" in _columns(rows) else "media_path"
+        return [_resolve_media(path.parent, row[column].strip()) for row in rows
+                if isinstance(row.get(column), str) and row[column].strip()]
+    if path.is_dir() and path.name != ".precomputed":
+        found = []
+        for root, dirs, files in os.walk(path):
+            dirs[:] = [name for name in dirs if not name.startswith(".")]
+            found += [Path(root) / name for name in files if not name.startswith(".")
+                      and Path(name).suffix.lower() in VIDEO_EXTENSIONS | IMAGE_EXTENSIONS]
+        return sorted(found)
+    return []
+
+
+def clip_frame_counts(paths: list[Path], ffprobe: str | None, limit: int = 300,
+                      timeout: float = 10) -> dict[str, int | None]:
+    """Count the frames of each clip with ffprobe (images count as 1 without running it).
+
+    Args:
+        paths: clips to measure.
+        ffprobe: the ffprobe executable, None when absent.
+        limit: above this many clips nothing is measured (the skill probes small datasets only).
+        timeout: seconds per clip.
+
+    Returns:
+        ``{str(path): frames or None}``; None where ffprobe failed. Empty when there are more than
+        ``limit`` clips, or when ffprobe is None and some clip is not an image.
+    """
+    if len(paths) > limit:
+        return {}
+    if ffprobe is None and any(p.suffix.lower() not in IMAGE_EXTENSIONS for p in paths):
+        return {}
+    counts: dict[str, int | None] = {}
+    for clip in paths:
+        if clip.suffix.lower() in IMAGE_EXTENSIONS:
+            counts[str(clip)] = 1 if clip.is_file() else None
+            continue
+        counts[str(clip)] = _ffprobe_frames(str(ffprobe), clip, timeout)
+    return counts
+
+
+def _ffprobe_frames(ffprobe: str, clip: Path, timeout: float) -> int | None:
+    argv = [ffprobe, "-v", "error", "-select_streams", "v:0", "-count_packets",
+            "-show_entries", "stream=nb_read_packets", "-of", "csv=p=0", str(clip)]
+    try:
+        # argv list, no shell: the clip path may contain any character.
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace",  # noqa: S603
+                              timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    first = done.stdout.strip().split("\n", 1)[0].strip().rstrip(",")
+    return int(first) if done.returncode == 0 and first.isdigit() else None
