@@ -1,0 +1,82 @@
+"""The LTX trainer's log contract: parse its lines, follow its log file, classify its failures.
+
+Public API (pure standard library, safe to import from the CLI at start-up):
+
+- ``LogParser``: stateful ``feed(line) -> list[Event]`` / ``flush()``; re-joins Rich-wrapped records.
+- ``parse_lines(lines)``: parse a finished sequence of lines.
+- ``TrainingProgress``: de-duplicated steps and losses, clean step time, ``eta_seconds()``,
+  ``last_losses(n)``, latest checkpoint/validation, W&B URL, end-of-run stats.
+- Event types (frozen dataclasses): ``StepEvent``, ``CheckpointSaved``, ``TrainingStateSaved``,
+  ``CheckpointRemoved``, ``ValidationSaved``, ``OptimizerOffloaded``, ``TrainingStarted``,
+  ``ResumingFrom``, ``CheckpointLoading``, ``CheckpointLoaded``, ``TrainingStateLoaded``,
+  ``ResumeFallback``, ``GpuMemory``, ``TrainableParams``, ``DatasetLoaded``, ``SamplesSkipped``,
+  ``TrainingStats``, ``WandbRun``, ``ErrorSignal`` (kinds in ``ERROR_KINDS``); ``Event`` is their union.
+- ``LogFollower(path, offset).read_new(max_bytes, final=False) -> (lines, new_offset)`` and
+  ``read_tail(path, n)``.
+- ``classify_failure(exit_code, signal, log_tail, stderr_tail=None, *, config=None,
+  initial_validation=None) -> Failure`` with ``Failure.kind`` in ``FAILURE_KINDS`` and ordered
+  ``FixStep(path, value, reason)`` entries (``path`` None = advice, not a config diff).
+"""
+
+from ltx_pipeline.trainer_log.classify import FAILURE_KINDS, Failure, FixStep, classify_failure
+from ltx_pipeline.trainer_log.follow import DEFAULT_MAX_BYTES, LogFollower, read_tail
+from ltx_pipeline.trainer_log.parse import (
+    ERROR_KINDS,
+    CheckpointLoaded,
+    CheckpointLoading,
+    CheckpointRemoved,
+    CheckpointSaved,
+    DatasetLoaded,
+    ErrorSignal,
+    Event,
+    GpuMemory,
+    LogParser,
+    OptimizerOffloaded,
+    ResumeFallback,
+    ResumingFrom,
+    SamplesSkipped,
+    StepEvent,
+    TrainableParams,
+    TrainingProgress,
+    TrainingStarted,
+    TrainingStateLoaded,
+    TrainingStateSaved,
+    TrainingStats,
+    ValidationSaved,
+    WandbRun,
+    parse_lines,
+)
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "ERROR_KINDS",
+    "FAILURE_KINDS",
+    "CheckpointLoaded",
+    "CheckpointLoading",
+    "CheckpointRemoved",
+    "CheckpointSaved",
+    "DatasetLoaded",
+    "ErrorSignal",
+    "Event",
+    "Failure",
+    "FixStep",
+    "GpuMemory",
+    "LogFollower",
+    "LogParser",
+    "OptimizerOffloaded",
+    "ResumeFallback",
+    "ResumingFrom",
+    "SamplesSkipped",
+    "StepEvent",
+    "TrainableParams",
+    "TrainingProgress",
+    "TrainingStarted",
+    "TrainingStateLoaded",
+    "TrainingStateSaved",
+    "TrainingStats",
+    "ValidationSaved",
+    "WandbRun",
+    "classify_failure",
+    "parse_lines",
+    "read_tail",
+]

@@ -1,0 +1,98 @@
+"""Follow a growing trainer log from a byte offset, returning only new, complete lines.
+
+This module owns incremental reading of the log file the trainer's stdout/stderr go to. The caller
+stores the returned offset (in the store) and hands it back later, so re-attaching after an engine
+restart never returns a line twice. A last line without its ``\\n`` is left for the next read, since
+the trainer may still be writing it; ``final=True`` takes it once the trainer has exited. Pure standard
+library: the CLI imports it at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["DEFAULT_MAX_BYTES", "LogFollower", "read_tail"]
+
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+
+
+class LogFollower:
+    """Read a log incrementally from ``offset`` (bytes).
+
+    Truncation or rotation is detected when the file is now shorter than the offset, or (within one
+    follower's life) when the path now names a different file; reading then restarts at byte 0.
+    """
+
+    def __init__(self, path: Path | str, offset: int = 0) -> None:
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
+        self.path = Path(path)
+        self.offset = offset
+        self._identity: tuple[int, int] | None = None
+
+    def read_new(self, max_bytes: int = DEFAULT_MAX_BYTES, *, final: bool = False) -> tuple[list[str], int]:
+        """Return the complete lines written since the offset, and the new offset.
+
+        Args:
+            max_bytes: read at most this many bytes per call; call again while lines keep coming.
+            final: also consume a trailing line that has no newline (the writer has exited).
+
+        Returns:
+            ``(lines, offset)``: lines without their line endings, decoded as UTF-8 with replacement
+            characters for invalid bytes, and the byte offset just past the last consumed line. A
+            missing file yields ``([], offset)``.
+        """
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115 - closed below; fstat needs the handle
+        except FileNotFoundError:
+            return [], self.offset
+        with handle:
+            info = os.fstat(handle.fileno())
+            identity = (info.st_dev, info.st_ino)
+            if info.st_size < self.offset or (self._identity is not None and identity != self._identity):
+                self.offset = 0
+            self._identity = identity
+            if info.st_size == self.offset:
+                return [], self.offset
+            handle.seek(self.offset)
+            data = handle.read(max_bytes)
+        end = data.rfind(b"\n")
+        if end < 0:
+            # A line longer than max_bytes is consumed in pieces rather than blocking the follower.
+            if not (final or len(data) >= max_bytes):
+                return [], self.offset
+            end = len(data) - 1
+            consumed = data
+        elif final and len(data) < max_bytes:
+            consumed = data
+            end = len(data) - 1
+        else:
+            consumed = data[: end + 1]
+        self.offset += end + 1
+        text = consumed.decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return [line[:-1] if line.endswith("\r") else line for line in lines], self.offset
+
+
+def read_tail(path: Path | str, n: int = 200, max_bytes: int = 1024 * 1024) -> list[str]:
+    """The last ``n`` lines of a file (at most ``max_bytes`` read from its end); [] if it is missing.
+
+    Used to hand a failed run's log tail to ``classify_failure`` without reading the whole log.
+    """
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            start = max(0, size - max_bytes)
+            handle.seek(start)
+            data = handle.read()
+    except FileNotFoundError:
+        return []
+    lines = [line.rstrip("\r") for line in data.decode("utf-8", errors="replace").split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    if start > 0 and lines:
+        lines = lines[1:]  # the first line was cut by the byte window
+    return lines[-n:] if n > 0 else []
