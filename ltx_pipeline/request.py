@@ -21,10 +21,10 @@ from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, pa
 from ltx_pipeline.ltx.modes import MODES, get_mode
 from ltx_pipeline.workspace import atomic_write, validate_run_name
 
-__all__ = ["BACKENDS", "RunRequest", "default_run_name", "load_request", "save_request"]
+__all__ = ["BACKENDS", "RunRequest", "build_request", "default_run_name", "load_request", "read_request_file",
+           "save_request"]
 
-# Trainer backends this build can drive; more arrive with their implementations.
-BACKENDS = ("ltx",)
+BACKENDS = ("ltx", "reference", "simulated")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 DEFAULT_SINGLE_BUCKET = "960x544x49"  # the skill's per-mode default proposal
 DEFAULT_MIXED_BUCKETS = "960x544x121;1280x704x81"  # seed 002's mixed example: motion + detail
@@ -49,6 +49,7 @@ class RunRequest(BaseModel):
     model_path: str | None = None
     text_encoder_path: str | None = None
     backend: str = "ltx"
+    surface: str | None = None
     assume_gpu: str | None = None
     nvidia_smi: str | None = None
     accept_risk: bool = False
@@ -67,7 +68,7 @@ class RunRequest(BaseModel):
             raise ValueError(f"unknown backend {value!r}; available: {', '.join(BACKENDS)}")
         return value
 
-    @field_validator("model_path", "text_encoder_path", "trainer_root", "dataset")
+    @field_validator("model_path", "text_encoder_path", "trainer_root", "dataset", "surface")
     @classmethod
     def _local_path(cls, value: str | None) -> str | None:
         if value is not None and _URL.match(value.strip()):
@@ -83,6 +84,14 @@ class RunRequest(BaseModel):
         if not value or "\n" in value:
             raise ValueError("trigger must be a non-empty single line")
         return value
+
+    @model_validator(mode="after")
+    def _surface_for_simulated(self) -> RunRequest:
+        if self.backend == "simulated" and not self.surface:
+            raise ValueError("backend 'simulated' needs --surface FILE (a cost surface)")
+        if self.surface and self.backend != "simulated":
+            raise ValueError("--surface applies only to --backend simulated")
+        return self
 
     @model_validator(mode="after")
     def _buckets_fit_strategy(self) -> RunRequest:
@@ -168,6 +177,15 @@ def load_request(path: Path) -> RunRequest:
     Raises:
         BadRequest: missing, unparsable or invalid file, naming the field.
     """
+    return build_request(read_request_file(path), where=str(path))
+
+
+def read_request_file(path: Path) -> dict[str, Any]:
+    """The raw fields of a request file, with relative paths resolved against the file's folder.
+
+    Raises:
+        BadRequest: missing, unparsable or not a mapping.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -178,12 +196,19 @@ def load_request(path: Path) -> RunRequest:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""
-        raise BadRequest(f"run.yaml is not valid YAML{line}", where=str(path),
+        raise BadRequest(f"The run request is not valid YAML{line}", where=str(path),
                          fix="correct the YAML syntax") from None
     if not isinstance(data, dict):
-        raise BadRequest("run.yaml must be a mapping of request fields", where=str(path),
+        raise BadRequest("A run request must be a mapping of request fields", where=str(path),
                          fix="see workspaces/examples/ for the format")
-    return build_request(data, where=str(path))
+    for key in _PATH_FIELDS:
+        value = data.get(key)
+        if isinstance(value, str) and value and not _URL.match(value) and not Path(value).expanduser().is_absolute():
+            data[key] = str((path.parent / value).resolve())
+    return data
+
+
+_PATH_FIELDS = ("dataset", "trainer_root", "model_path", "text_encoder_path", "nvidia_smi", "surface")
 
 
 def describe_mode(name: str) -> str:

@@ -14,15 +14,13 @@ from typing import Any
 
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
+from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.recipe import Recipe, build_recipe
 from ltx_pipeline.ltx.tiers import Tier
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE"]
-
-# Prerequisites a heavy phase of the `ltx` backend cannot run without (probe finding items).
-_HEAVY_NEEDS = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout", "Operating system")
 
 
 class PlanPhase:
@@ -47,9 +45,10 @@ class PlanPhase:
         warnings = list(recipe.warnings) + _clip_warnings(probe, recipe)
         for warning in warnings:
             ctx.warn(warning)
+        _check_template(ctx.backend, recipe.template, blockers := [])
         missing = [f for f in probe["findings"] if f["status"] != "ok"]
-        blockers = [f"{f['item']}: {f['detail']}" for f in missing
-                    if f["status"] == "missing" and f["item"] in _HEAVY_NEEDS]
+        blockers += [f"{f['item']}: {f['detail']}" for f in missing
+                     if f["status"] == "missing" and f["item"] in ctx.backend.heavy_prerequisites]
         text = render_plan(ctx, recipe, probe, missing, warnings)
         atomic_write(ctx.paths.plan_file, text, root=ctx.workspace)
         subject = digest(text)
@@ -63,6 +62,17 @@ class PlanPhase:
         blocked = f", {len(outputs['blockers'])} prerequisite(s) missing" if outputs["blockers"] else ""
         return (f"plan.md written: {recipe['mode']} {recipe['training_mode']} on {recipe['tier_name']}, "
                 f"{stages}{blocked}")
+
+
+def _check_template(backend: Any, template: str, blockers: list[str]) -> None:
+    """The backend must have the mode's template; the toy backends cover fewer modes than the trainer."""
+    try:
+        backend.template(template)
+    except BadInput as exc:
+        if backend.name != "ltx":
+            raise
+        if getattr(backend, "_root", None) is not None:  # no checkout at all is already a blocker
+            blockers.append(exc.what)
 
 
 def _clip_warnings(probe: dict[str, Any], recipe: Recipe) -> list[str]:
@@ -93,7 +103,8 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
               + (f", with trigger word `{request.trigger}`." if request.trigger else ", with no trigger word."), ""]
     lines += ["## Mode", "", f"- Mode: **{mode.name}** ({mode.title})",
               f"- Config base: `{recipe.template}` (copied into the run, never edited in place)",
-              f"- Generates: {_generates(mode)}", f"- Training mode: {recipe.training_mode}", ""]
+              f"- Generates: {_generates(mode)}", f"- Training mode: {recipe.training_mode}",
+              f"- Trainer backend: {_backend_words(ctx.backend)}", ""]
     lines += ["## Dataset", "", f"- Path: `{request.dataset}` ({dataset['kind']})"]
     lines += [f"- {k}: {v}" for k, v in _dataset_facts(dataset).items()]
     lines += [f"- Required metadata columns for {mode.name}: {', '.join(mode.columns)}",
@@ -156,6 +167,15 @@ def _config_table(recipe: Recipe, request: Any) -> list[str]:
             + [f"| {k} | {v} |" for k, v in rows]
             + ["", "Rank guidance (seed 002): motion or camera 8-16; a character or style 32-64; a dense "
                "multi-character world 96-128. Alpha is kept equal to rank.", ""])
+
+
+def _backend_words(backend: Any) -> str:
+    if backend.name == "ltx":
+        root = getattr(backend, "_root", None)
+        return f"ltx (the official ltx-trainer{' at ' + str(root) if root else ''})"
+    if backend.name == "reference":
+        return "reference (the built-in toy trainer: real training at toy scale, not LTX-2)"
+    return "simulated (a cost surface stands in for the trainer; nothing is trained)"
 
 
 def _generates(mode: Any) -> str:

@@ -19,7 +19,7 @@ from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.tiers import MINIMUM_GB, classify_tier
 from ltx_pipeline.probing import to_plain
 from ltx_pipeline.probing.dataset import classify_dataset, clip_frame_counts, media_files
-from ltx_pipeline.probing.gpus import assumed_probe, describe_gpus, probe_gpus
+from ltx_pipeline.probing.gpus import GpuProbe, assumed_probe, describe_gpus, probe_gpus
 from ltx_pipeline.probing.host import probe_host
 from ltx_pipeline.probing.models import check_model_path, check_trainer_root, default_model_dirs, find_model_files
 
@@ -27,8 +27,8 @@ __all__ = ["PHASE"]
 
 # Environment that changes what the probe finds (never secrets; W&B is reduced to a boolean).
 _ENV_INPUTS = ("CUDA_VISIBLE_DEVICES", "LTX_PIPELINE_NVIDIA_SMI", "LTX2_ROOT", "LTX_MODELS_DIR")
-_REQUEST_INPUTS = ("dataset", "mode", "backend", "assume_gpu", "nvidia_smi", "accept_risk", "trainer_root",
-                   "model_path", "text_encoder_path")
+_REQUEST_INPUTS = ("dataset", "mode", "backend", "surface", "assume_gpu", "nvidia_smi", "accept_risk",
+                   "trainer_root", "model_path", "text_encoder_path")
 
 
 class ProbePhase:
@@ -42,14 +42,14 @@ class ProbePhase:
             "environment": {key: os.environ.get(key) for key in _ENV_INPUTS},
             "dataset": _dataset_digest(Path(request.dataset)),
             # The hardware itself: a swapped or re-partitioned GPU must re-plan (cheap: one nvidia-smi call).
-            "gpus": None if request.assume_gpu else digest(to_plain(probe_gpus(request.nvidia_smi).gpus)),
+            "gpus": None if _gpus_not_probed(ctx) else digest(to_plain(probe_gpus(request.nvidia_smi).gpus)),
         }
 
     def run(self, ctx: RunContext) -> PhaseResult:
         request = ctx.request
         ctx.narrate("Probing the GPUs, the dataset, the model files and the trainer checkout, so the plan "
                     "fits this machine. Nothing is changed or written.")
-        gpu_probe = assumed_probe(request.assume_gpu) if request.assume_gpu else probe_gpus(request.nvidia_smi)
+        gpu_probe = _gpu_probe(ctx)
         if not gpu_probe.gpus:  # nvidia-smi answered but CUDA_VISIBLE_DEVICES hides every GPU
             raise BadInput("No GPU is visible to training", where="CUDA_VISIBLE_DEVICES",
                            fix='unset CUDA_VISIBLE_DEVICES, or plan for other hardware with --assume-gpu '
@@ -67,9 +67,9 @@ class ProbePhase:
         findings.append(dataset.to_finding().to_dict())
         media = media_files(Path(request.dataset)) if get_mode(request.mode).video_media else []
         frames = _clip_frames(media, host.ffprobe_path)
-        models = _models(request, findings)
-        trainer = None
-        if request.backend == "ltx":
+        models, trainer = None, None
+        if request.backend == "ltx":  # the toy and simulated backends need no model files or checkout
+            models = _models(request, findings)
             trainer_check = check_trainer_root(Path(request.trainer_root) if request.trainer_root else None)
             findings.append(trainer_check.to_finding().to_dict())
             trainer = to_plain(trainer_check)
@@ -94,6 +94,21 @@ class ProbePhase:
         dataset = outputs["dataset"]
         return (f"{outputs['gpu_summary']} -> {outputs['tier']['name']}; dataset: {dataset['kind']}; "
                 f"{missing} prerequisite(s) missing")
+
+
+def _gpus_not_probed(ctx: RunContext) -> bool:
+    return bool(ctx.request.assume_gpu) or ctx.request.backend == "simulated"
+
+
+def _gpu_probe(ctx: RunContext) -> GpuProbe:
+    """nvidia-smi, or the assumed GPU, or the simulated backend's surface GPU (shown as assumed)."""
+    request = ctx.request
+    if request.assume_gpu:
+        return assumed_probe(request.assume_gpu)
+    if request.backend == "simulated":
+        gpu = ctx.backend.surface.gpu
+        return assumed_probe(f"{gpu.name},{gpu.memory_mib},{gpu.count}")
+    return probe_gpus(request.nvidia_smi)
 
 
 def _minimum_gate(ctx: RunContext, gpus_text: str, nominal: int, accept_risk: bool) -> None:

@@ -12,11 +12,19 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from ltx_pipeline.backends import make_backend
 from ltx_pipeline.cli.render import print_event, print_json, render_status
 from ltx_pipeline.engine import Outcome, Runner, approve_plan
 from ltx_pipeline.engine.status import status_report
 from ltx_pipeline.errors import EXIT_APPROVAL_GATE, EXIT_OK, BadRequest
-from ltx_pipeline.request import RunRequest, build_request, default_run_name, load_request, save_request
+from ltx_pipeline.request import (
+    RunRequest,
+    build_request,
+    default_run_name,
+    load_request,
+    read_request_file,
+    save_request,
+)
 from ltx_pipeline.store import Run, Store
 from ltx_pipeline.workspace import Workspace
 
@@ -30,13 +38,16 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder "
                          "(default: $LTX_PIPELINE_WORKSPACE, else ./workspaces).")]
 RunOpt = Annotated[str | None, typer.Option("--run", "-r", help="Run name (letters, digits, . _ -).")]
+RequestFileOpt = Annotated[Path | None, typer.Option("--request", help="Start from a run-request YAML file "
+                           "(options given on the command line override its fields).")]
 
 
 def _request_options(dataset: Path | None, mode: str | None, training_mode: str | None, strategy: str | None,
                      buckets: str | None, rank: int | None, steps: int | None, learning_rate: float | None,
                      effective_batch: int | None, trigger: str | None, trainer_root: Path | None,
                      model_path: str | None, text_encoder_path: str | None, backend: str | None,
-                     assume_gpu: str | None, nvidia_smi: str | None, accept_risk: bool | None) -> dict[str, Any]:
+                     assume_gpu: str | None, nvidia_smi: str | None, accept_risk: bool | None,
+                     surface: Path | None = None) -> dict[str, Any]:
     """The request fields the user actually gave (None means "not given")."""
     given = dict(mode=mode, training_mode=training_mode, strategy=strategy, buckets=buckets, rank=rank,
                  steps=steps, learning_rate=learning_rate, effective_batch=effective_batch, trigger=trigger,
@@ -46,7 +57,15 @@ def _request_options(dataset: Path | None, mode: str | None, training_mode: str 
         given["dataset"] = str(_existing(dataset, "--dataset"))
     if trainer_root is not None:
         given["trainer_root"] = str(trainer_root.expanduser().resolve())
+    if surface is not None:
+        given["surface"] = str(_existing(surface, "--surface"))
     return {k: v for k, v in given.items() if v is not None}
+
+
+def _with_request_file(request_file: Path | None, options: dict[str, Any]) -> dict[str, Any]:
+    if request_file is None:
+        return options
+    return {**read_request_file(_existing(request_file, "--request")), **options}
 
 
 def _existing(path: Path, option: str) -> Path:
@@ -94,7 +113,8 @@ def _drive(ws: Workspace, store: Store, run: Run, request: RunRequest, approve: 
         print_event(out if level in ("info", "result") else err, message, level, phase)
 
     store.update_request(run.id, request.model_dump(mode="json"))
-    runner = Runner(store, ws, PHASES, on_event=on_event)
+    backend = make_backend(request.backend, trainer_root=request.trainer_root, surface=request.surface)
+    runner = Runner(store, ws, PHASES, backend=backend, on_event=on_event)
     report = runner.drive(run, request)
     if report.outcome is Outcome.AWAITING_APPROVAL and approve:
         subject, _ = approve_plan(store, run, approved_by="run --approve")
@@ -116,6 +136,7 @@ def _drive(ws: Workspace, store: Store, run: Run, request: RunRequest, approve: 
 def run(
     workspace: WorkspaceOpt = None,
     run_name: RunOpt = None,
+    request_file: RequestFileOpt = None,
     dataset: Annotated[Path | None, typer.Option(help="Metadata file, clips folder or .precomputed folder.")] = None,
     mode: Annotated[str | None, typer.Option(help="t2v, i2v, v2v, a2v, v2a, t2a, a2a, av2av, "
                                              "video-extend, video-suffix, video-inpaint, video-outpaint, "
@@ -131,7 +152,8 @@ def run(
     trainer_root: Annotated[Path | None, typer.Option(help="LTX-2 checkout (default $LTX2_ROOT).")] = None,
     model_path: Annotated[str | None, typer.Option(help="Local LTX checkpoint .safetensors.")] = None,
     text_encoder_path: Annotated[str | None, typer.Option(help="Local Gemma text-encoder folder.")] = None,
-    backend: Annotated[str | None, typer.Option(help="Trainer backend: ltx.")] = None,
+    backend: Annotated[str | None, typer.Option(help="Trainer backend: ltx, reference or simulated.")] = None,
+    surface: Annotated[Path | None, typer.Option(help="Cost surface YAML for --backend simulated.")] = None,
     assume_gpu: Annotated[str | None, typer.Option(help='Plan for "NAME,MEMORY_MIB[,COUNT]".')] = None,
     nvidia_smi: Annotated[str | None, typer.Option(help="nvidia-smi executable to use.")] = None,
     accept_risk: Annotated[bool | None, typer.Option("--accept-risk", help="Continue below 32 GB.")] = None,
@@ -140,9 +162,9 @@ def run(
     """Create (or update) a run and drive it: probe, plan, then stop for approval."""
     options = _request_options(dataset, mode, training_mode, strategy, buckets, rank, steps, learning_rate,
                                effective_batch, trigger, trainer_root, model_path, text_encoder_path, backend,
-                               assume_gpu, nvidia_smi, accept_risk)
+                               assume_gpu, nvidia_smi, accept_risk, surface)
     ws, store = _open(workspace)
-    run_row, request = _prepare_run(ws, store, run_name, options)
+    run_row, request = _prepare_run(ws, store, run_name, _with_request_file(request_file, options))
     return _drive(ws, store, run_row, request, approve)
 
 
@@ -150,7 +172,8 @@ def run(
 def init(
     workspace: WorkspaceOpt = None,
     run_name: RunOpt = None,
-    dataset: Annotated[Path, typer.Option(help="Metadata file, clips folder or .precomputed folder.")] = ...,
+    request_file: RequestFileOpt = None,
+    dataset: Annotated[Path | None, typer.Option(help="Metadata file, clips folder or .precomputed folder.")] = None,
     mode: Annotated[str | None, typer.Option(help="Training mode (see `run --help`).")] = None,
     strategy: Annotated[str | None, typer.Option(help="single, mixed or chain.")] = None,
     buckets: Annotated[str | None, typer.Option(help='Resolution buckets "WxHxF;WxHxF".')] = None,
@@ -161,7 +184,7 @@ def init(
     ws, store = _open(workspace)
     if run_name and store.get_run(run_name):
         raise BadRequest(f"Run {run_name} already exists", where="--run", fix="choose another name or use `resume`")
-    run_row, _ = _prepare_run(ws, store, run_name, options)
+    run_row, _ = _prepare_run(ws, store, run_name, _with_request_file(request_file, options))
     out.print(f"Created run {run_row.name}: {ws.run(run_row.name).request_file}", markup=False)
     return EXIT_OK
 

@@ -190,3 +190,37 @@ def test_json_errors(cli, tmp_path) -> None:
 def test_status_on_a_missing_workspace_writes_nothing(cli, tmp_path) -> None:
     code, out, _ = cli("status", "--workspace", str(tmp_path / "never"))
     assert code == 0 and "No runs" in out and not (tmp_path / "never").exists()
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
+    files = [p for p in sorted(root.rglob("*")) if p.is_file()]
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns, _sha(p))
+            for p in files}
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def set_writable(root: Path, writable: bool) -> None:
+    for path in [root, *root.rglob("*")]:
+        mode = path.stat().st_mode
+        path.chmod(mode | 0o200 if writable else mode & ~0o222)
+
+
+def test_read_only_trainer_checkout_and_dataset_are_never_touched(cli, workspace, clips_dataset, fake_smi,
+                                                                  ltx_prereqs) -> None:
+    roots = [Path(ltx_prereqs["trainer_root"]), clips_dataset.parent]
+    before = [snapshot(r) for r in roots]
+    for root in roots:
+        set_writable(root, False)
+    try:
+        assert start(cli, workspace, clips_dataset, fake_smi(H100_SMI), ltx_prereqs)[0] == 3
+        assert cli("approve", "--workspace", str(workspace), "--run", "r1")[0] == 0
+        assert cli("resume", "--workspace", str(workspace), "--run", "r1")[0] == 0
+    finally:
+        for root in roots:
+            set_writable(root, True)
+    assert [snapshot(r) for r in roots] == before

@@ -1,0 +1,40 @@
+"""Trainer backends behind one interface: ``ltx`` (the real trainer), ``reference`` (a toy trainer
+that really trains on CPU or GPU) and ``simulated`` (a cost surface, for benchmarks and exact tests).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ltx_pipeline.backends.base import DISTRIBUTED_MODES, LaunchSpec, TrainerBackend, redact_env
+from ltx_pipeline.errors import BadRequest
+
+__all__ = ["BACKEND_NAMES", "DISTRIBUTED_MODES", "LaunchSpec", "TrainerBackend", "make_backend", "redact_env"]
+
+BACKEND_NAMES = ("ltx", "reference", "simulated")
+
+
+def make_backend(name: str, *, trainer_root: str | None = None, surface: str | None = None) -> TrainerBackend:
+    """Build the backend a run asked for.
+
+    Raises:
+        BadRequest: unknown name, or a missing ``--surface`` for ``simulated``.
+    """
+    if name == "ltx":
+        from ltx_pipeline.backends.ltx import LtxBackend
+
+        root = trainer_root or os.environ.get("LTX2_ROOT")
+        return LtxBackend(Path(root) if root else None)
+    if name == "reference":
+        from ltx_pipeline.backends.reference import ReferenceBackend
+
+        return ReferenceBackend()
+    if name == "simulated":
+        if not surface:
+            raise BadRequest("The simulated backend needs a cost surface", where="--surface",
+                             fix="pass --surface FILE (format in the README)")
+        from ltx_pipeline.backends.simulated import SimulatedBackend
+
+        return SimulatedBackend(Path(surface))
+    raise BadRequest(f"Unknown backend {name!r}", where="--backend", fix="choose ltx, reference or simulated")

@@ -1,0 +1,85 @@
+"""What a phase asks of a trainer backend, and the launch spec every command is built as.
+
+A backend knows where the template configs are, how to validate a config, and how to build the
+argv/env/cwd to preprocess a dataset and to train (single process, or ``accelerate launch`` with N
+processes and a DDP/FSDP config). It returns commands and reads files; it never writes to the
+store and never builds a shell string. Every launch carries a copy-pasteable printable form with
+secrets redacted, which is what the store and logs keep.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+__all__ = ["DISTRIBUTED_MODES", "Distributed", "LaunchSpec", "TrainerBackend", "is_secret_name", "redact_env"]
+
+Distributed = Literal["none", "ddp", "ddp-compile", "fsdp", "fsdp-compile"]
+DISTRIBUTED_MODES: tuple[str, ...] = ("none", "ddp", "ddp-compile", "fsdp", "fsdp-compile")
+_SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable name looks like it holds a token, key or password."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy safe to store or print: values of secret-looking variables replaced by ``***``."""
+    return {k: ("***" if is_secret_name(k) else v) for k, v in env.items()}
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """A command to run: argv (never a shell string), environment overrides and working directory.
+
+    ``env`` holds only what the engine sets on top of the inherited environment; secrets the user
+    exported (HF or W&B tokens) reach the child by inheritance and are never recorded.
+    """
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def printable(self) -> str:
+        """A copy-pasteable, shlex-quoted form: ``cd DIR && VAR=value argv...`` with secrets redacted."""
+        assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(redact_env(self.env).items()))
+        command = shlex.join(self.argv)
+        return f"cd {shlex.quote(str(self.cwd))} && " + (f"{assignments} {command}" if assignments else command)
+
+    def to_record(self) -> dict[str, Any]:
+        """What may be stored: argv, cwd, redacted env overrides and the printable command."""
+        return {"argv": list(self.argv), "cwd": str(self.cwd), "env": redact_env(self.env),
+                "printable": self.printable}
+
+
+class TrainerBackend(Protocol):
+    """A trainer the engine can drive."""
+
+    name: str
+    #: Probe finding items a heavy phase cannot run without (e.g. the trainer checkout).
+    heavy_prerequisites: tuple[str, ...]
+
+    def template(self, config_name: str) -> Path:
+        """The read-only template config file of that name (e.g. ``t2v_lora.yaml``)."""
+        ...
+
+    def validate(self, config_path: Path, *, relaxed_paths: bool = False) -> list[Any]:
+        """Validation findings (``ConfigFinding``) for a trainer config; empty when it may launch."""
+        ...
+
+    def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
+                           text_encoder_path: str, trigger: str | None = None,
+                           extra_flags: Sequence[str] = ()) -> LaunchSpec:
+        """The command that preprocesses ``dataset`` into ``output_dir`` (never with --overwrite)."""
+        ...
+
+    def train_command(self, config_path: Path, *, num_processes: int = 1,
+                      distributed: Distributed = "none") -> LaunchSpec:
+        """The command that trains with ``config_path``."""
+        ...

@@ -1,0 +1,46 @@
+"""Argv builders shared by the backends: the trainer flags and the ``accelerate launch`` prefix.
+
+The trainer's progress bars print nothing to a redirected stdout (facts §4.2), so training always
+gets ``--disable-progress-bars``; Rich wraps log lines at 80 columns unless ``COLUMNS`` is set
+(facts §4.1), so every launch sets a wide ``COLUMNS`` and ``PYTHONUNBUFFERED=1``.
+"""
+
+from __future__ import annotations
+
+from ltx_pipeline.backends.base import Distributed
+from ltx_pipeline.errors import BadInput
+
+__all__ = ["LOG_ENV", "accelerate_args", "accelerate_config_name", "check_processes"]
+
+LOG_ENV = {"PYTHONUNBUFFERED": "1", "COLUMNS": "500"}
+_CONFIG_FILES = {"ddp": "ddp.yaml", "ddp-compile": "ddp_compile.yaml", "fsdp": "fsdp.yaml",
+                 "fsdp-compile": "fsdp_compile.yaml"}
+
+
+def accelerate_config_name(distributed: Distributed) -> str | None:
+    """The trainer's accelerate preset file for a distributed mode (None for a single process)."""
+    return _CONFIG_FILES.get(distributed)
+
+
+def check_processes(num_processes: int, distributed: Distributed) -> None:
+    """Refuse combinations that cannot launch: N > 1 without a distributed mode, or N < 1.
+
+    Raises:
+        BadInput: with the option to change.
+    """
+    if num_processes < 1:
+        raise BadInput(f"--num-processes must be at least 1, got {num_processes}", where="--num-processes",
+                       fix="pass 1 or more")
+    if num_processes > 1 and distributed == "none":
+        raise BadInput(f"{num_processes} processes need a distributed mode", where="--distributed",
+                       fix="pass --distributed ddp (LoRA) or fsdp (full fine-tune)")
+
+
+def accelerate_args(num_processes: int, config_file: str | None, *, cpu: bool = False) -> list[str]:
+    """``accelerate launch`` options: the process count overrides the preset's 4 (facts §2.3)."""
+    args = ["launch", "--num_processes", str(num_processes)]
+    if config_file:
+        args += ["--config_file", config_file]
+    if cpu:
+        args.append("--cpu")
+    return args

@@ -1,0 +1,94 @@
+"""Backend ``reference``: the built-in toy trainer, which really trains on the CPU or a GPU.
+
+Same contract as the real trainer in shape (config schema, argv, log lines, files, exit codes), so
+the whole workflow, the demo and the tests run with no GPU and no weights. It is not LTX-2. Its
+templates are this project's own (``reference_configs/``), written in the trainer's schema; an
+assumed GPU is passed to it as a device capacity through the environment (see
+``ltx_pipeline.reference_trainer``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ltx_pipeline.backends.base import Distributed, LaunchSpec
+from ltx_pipeline.backends.launch import LOG_ENV, accelerate_args, check_processes
+from ltx_pipeline.errors import BadInput
+from ltx_pipeline.ltx.trainer_config import ConfigFinding, load_trainer_config_file, validate_trainer_config
+
+__all__ = ["ReferenceBackend"]
+
+TEMPLATES = Path(__file__).resolve().parent / "reference_configs"
+CAPACITY_ENV = "LTX_REFERENCE_DEVICE_CAPACITY_MIB"
+SCALE_ENV = "LTX_REFERENCE_MEMORY_SCALE"
+
+
+class ReferenceBackend:
+    """The toy trainer in ``ltx_pipeline.reference_trainer``."""
+
+    name = "reference"
+    heavy_prerequisites: tuple[str, ...] = ()
+
+    def __init__(self, capacity_mib: int | None = None, memory_scale: float | None = None,
+                 cpu: bool = True) -> None:
+        self.capacity_mib = capacity_mib
+        self.memory_scale = memory_scale
+        self.cpu = cpu
+
+    def _env(self) -> dict[str, str]:
+        env = dict(LOG_ENV)
+        if self.capacity_mib is not None:
+            env[CAPACITY_ENV] = str(self.capacity_mib)
+        if self.memory_scale is not None:
+            env[SCALE_ENV] = repr(self.memory_scale)
+        return env
+
+    def template(self, config_name: str) -> Path:
+        path = TEMPLATES / config_name
+        if not path.is_file():
+            available = ", ".join(sorted(p.name for p in TEMPLATES.glob("*.yaml")))
+            raise BadInput(f"The reference backend has no template {config_name}", where=str(TEMPLATES),
+                           fix=f"use a mode it covers ({available}) or --backend ltx")
+        return path
+
+    def validate(self, config_path: Path, *, relaxed_paths: bool = False) -> list[ConfigFinding]:
+        return validate_trainer_config(load_trainer_config_file(config_path), relaxed_paths=relaxed_paths,
+                                       cwd=config_path.resolve().parent)
+
+    def train_command(self, config_path: Path, *, num_processes: int = 1,
+                      distributed: Distributed = "none") -> LaunchSpec:
+        check_processes(num_processes, distributed)
+        config = str(config_path.resolve())
+        trainer = ["-m", "ltx_pipeline.reference_trainer", config, "--disable-progress-bars"]
+        if distributed == "none":
+            argv = [sys.executable, *trainer]
+        elif distributed == "ddp":
+            # Real DDP: over gloo on the CPU, NCCL on GPUs; accelerate's own launcher, as a module.
+            argv = [sys.executable, "-m", "accelerate.commands.launch",
+                    *accelerate_args(num_processes, None, cpu=self.cpu)[1:], *trainer]
+        else:
+            raise BadInput(f"The reference backend runs single-process or DDP, not {distributed}",
+                           where="--distributed", fix="use --distributed ddp (or none)")
+        return LaunchSpec(tuple(argv), config_path.resolve().parent, self._env())
+
+    def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
+                           text_encoder_path: str, trigger: str | None = None,
+                           extra_flags: Sequence[str] = ()) -> LaunchSpec:
+        if "--overwrite" in extra_flags:
+            raise BadInput("The engine never passes --overwrite to preprocessing", where="preprocess",
+                           fix="preprocess into a new folder instead")
+        argv = [sys.executable, "-m", "ltx_pipeline.reference_trainer.preprocess", str(dataset.resolve()),
+                "--resolution-buckets", buckets, "--model-path", model_path, "--text-encoder-path",
+                text_encoder_path, "--output-dir", str(output_dir.resolve())]
+        if trigger:
+            argv += ["--lora-trigger", trigger]
+        argv += list(extra_flags)
+        return LaunchSpec(tuple(argv), dataset.resolve().parent, dict(LOG_ENV))
+
+    def base_weights_command(self, output: Path, seed: int = 0) -> LaunchSpec:
+        """Create the frozen base weights file the toy model loads (``model.model_path``)."""
+        argv = (sys.executable, "-m", "ltx_pipeline.reference_trainer.make_base", str(output.resolve()),
+                "--seed", str(seed))
+        return LaunchSpec(argv, output.resolve().parent, dict(LOG_ENV))

@@ -1,0 +1,155 @@
+"""Backends: argv/env/cwd for every launch variant, secret filtering, validation through the trainer."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from ltx_pipeline.backends import make_backend
+from ltx_pipeline.backends.base import LaunchSpec, is_secret_name, redact_env
+from ltx_pipeline.backends.ltx import LtxBackend
+from ltx_pipeline.backends.reference import ReferenceBackend
+from ltx_pipeline.errors import BadInput, BadRequest
+from tests.conftest import make_tree
+
+TRAINER = "packages/ltx-trainer"
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    root = tmp_path / "LTX-2"
+    make_tree(root, {f"{TRAINER}/configs/t2v_lora.yaml": "model: {}\n",
+                     **{f"{TRAINER}/configs/accelerate/{n}.yaml": "x: 1\n"
+                        for n in ("ddp", "ddp_compile", "fsdp", "fsdp_compile")},
+                     f"{TRAINER}/scripts/train.py": "", f"{TRAINER}/scripts/process_dataset.py": ""})
+    return root
+
+
+@pytest.mark.parametrize(("distributed", "processes", "preset"), [
+    ("none", 1, None), ("ddp", 2, "ddp.yaml"), ("ddp-compile", 4, "ddp_compile.yaml"), ("fsdp", 8, "fsdp.yaml"),
+    ("fsdp-compile", 2, "fsdp_compile.yaml"),
+])
+def test_ltx_train_commands(checkout: Path, tmp_path: Path, distributed, processes, preset) -> None:
+    config = tmp_path / "run" / "config.yaml"
+    spec = LtxBackend(checkout, uv="uv").train_command(config, num_processes=processes, distributed=distributed)
+    trainer_dir = checkout.resolve() / TRAINER
+    assert spec.cwd == trainer_dir
+    assert spec.argv[:4] == ("uv", "run", "--directory", str(trainer_dir))
+    assert spec.argv[-3:] == ("scripts/train.py", str(config.resolve()), "--disable-progress-bars")
+    if preset is None:
+        assert spec.argv[4:6] == ("python", "scripts/train.py")
+    else:
+        assert spec.argv[4:10] == ("accelerate", "launch", "--num_processes", str(processes), "--config_file",
+                                   str(trainer_dir / "configs" / "accelerate" / preset))
+    assert spec.env == {"PYTHONUNBUFFERED": "1", "COLUMNS": "500"}
+    assert shlex.split(spec.printable.split(" && ", 1)[1])[2:] == list(spec.argv)
+
+
+def test_ltx_refuses_impossible_launches(checkout: Path, tmp_path: Path) -> None:
+    backend = LtxBackend(checkout)
+    with pytest.raises(BadInput, match="distributed mode"):
+        backend.train_command(tmp_path / "c.yaml", num_processes=2, distributed="none")
+    with pytest.raises(BadInput, match="no template"):
+        backend.template("nope.yaml")
+    with pytest.raises(BadInput, match="--overwrite"):
+        backend.preprocess_command(tmp_path / "d.json", "960x544x49", tmp_path / "out", model_path="m",
+                                   text_encoder_path="t", extra_flags=["--overwrite"])
+    with pytest.raises(BadInput, match="No LTX-2 trainer checkout"):
+        LtxBackend(None).train_command(tmp_path / "c.yaml")
+    assert backend.template("t2v_lora.yaml") == checkout.resolve() / TRAINER / "configs" / "t2v_lora.yaml"
+
+
+def test_ltx_preprocess_command(checkout: Path, tmp_path: Path) -> None:
+    spec = LtxBackend(checkout, uv="uv").preprocess_command(
+        tmp_path / "data" / "dataset.json", "960x544x49;512x288x121", tmp_path / "pre", model_path="/m/x.safetensors",
+        text_encoder_path="/m/gemma", trigger="fxclp", extra_flags=["--load-text-encoder-in-8bit"])
+    argv = list(spec.argv)
+    assert argv[4:7] == ["python", "scripts/process_dataset.py", str((tmp_path / "data" / "dataset.json").resolve())]
+    assert argv[argv.index("--resolution-buckets") + 1] == "960x544x49;512x288x121"
+    assert argv[argv.index("--output-dir") + 1] == str((tmp_path / "pre").resolve())
+    assert argv[-3:] == ["--lora-trigger", "fxclp", "--load-text-encoder-in-8bit"]
+    assert "--overwrite" not in argv
+
+
+def test_secrets_never_reach_records_or_printable_commands(tmp_path: Path) -> None:
+    spec = LaunchSpec(("python", "train.py"), tmp_path, {"HF_TOKEN": "hf_abc123", "WANDB_API_KEY": "wk_999",
+                                                          "COLUMNS": "500", "MY_SECRET": "s3"})
+    record = repr(spec.to_record()) + spec.printable
+    for secret in ("hf_abc123", "wk_999", "s3cr", "=s3"):
+        assert secret not in record
+    assert "COLUMNS=500" in spec.printable
+    assert is_secret_name("AWS_SECRET_ACCESS_KEY") and is_secret_name("hf_token") and not is_secret_name("PATH")
+    assert redact_env({"GITHUB_AUTH": "x", "HOME": "/h"}) == {"GITHUB_AUTH": "***", "HOME": "/h"}
+
+
+def test_reference_commands(tmp_path: Path) -> None:
+    backend = ReferenceBackend(capacity_mib=512, memory_scale=1000.0)
+    config = tmp_path / "config.yaml"
+    single = backend.train_command(config)
+    assert single.argv == (sys.executable, "-m", "ltx_pipeline.reference_trainer", str(config.resolve()),
+                           "--disable-progress-bars")
+    assert single.env["LTX_REFERENCE_DEVICE_CAPACITY_MIB"] == "512"
+    ddp = backend.train_command(config, num_processes=2, distributed="ddp")
+    assert ddp.argv[:7] == (sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--cpu", "-m")
+    with pytest.raises(BadInput, match="single-process or DDP"):
+        backend.train_command(config, num_processes=2, distributed="fsdp")
+    assert backend.template("t2v_lora_low_vram.yaml").is_file()
+
+
+def test_make_backend_checks_its_inputs(tmp_path: Path) -> None:
+    with pytest.raises(BadRequest, match="--surface"):
+        make_backend("simulated")
+    with pytest.raises(BadRequest, match="Unknown backend"):
+        make_backend("magic")
+    surface = tmp_path / "s.yaml"
+    surface.write_text("gpu: {name: X, memory_mib: 0}\npoints: []\n")
+    with pytest.raises(BadInput, match="gpu.memory_mib"):
+        make_backend("simulated", surface=str(surface))
+
+
+FAKE_LTX_TRAINER_CONFIG = """
+# A stand-in for ltx_trainer.config inside a fake checkout: the project's mirror plays the trainer.
+from ltx_pipeline.ltx.trainer_config import LtxTrainerConfig  # noqa: F401
+"""
+FAKE_UV = f"""#!{sys.executable}
+# Fake `uv run --directory D python ...`: run the rest with this interpreter inside D.
+import os, sys
+args = sys.argv[1:]
+assert args[0] == "run" and args[1] == "--directory", args
+os.chdir(args[2])
+rest = args[3:]
+assert rest[0] == "python", rest
+os.environ["PYTHONPATH"] = os.pathsep.join([os.path.join(args[2], "src"), os.environ.get("PYTHONPATH", "")])
+os.execv(sys.executable, [sys.executable, *rest[1:]])
+"""
+
+
+def test_ltx_validate_runs_the_trainers_own_validator_when_synced(checkout: Path, tmp_path: Path) -> None:
+    make_tree(checkout, {"uv.lock": "", ".venv/": None,
+                         f"{TRAINER}/src/ltx_trainer/__init__.py": "",
+                         f"{TRAINER}/src/ltx_trainer/config.py": FAKE_LTX_TRAINER_CONFIG})
+    uv = tmp_path / "uv"
+    uv.write_text(FAKE_UV)
+    uv.chmod(0o755)
+    config = tmp_path / "config.yaml"
+    config.write_text("model: {model_path: /nope.safetensors}\noptimization: {learnin_rate: 1}\n"
+                      f"data: {{preprocessed_data_root: {tmp_path}}}\n")
+    backend = LtxBackend(checkout, uv=str(uv))
+    assert backend.synced
+    findings = {(f.path, f.code) for f in backend.validate(config)}
+    assert ("optimization.learnin_rate", "extra_forbidden") in findings
+    assert any(code == "value_error" and path == "model.model_path" for path, code in findings)
+    # relaxed validation (placeholders) never asks the trainer, which checks that paths exist
+    relaxed = {(f.path, f.code) for f in backend.validate(config, relaxed_paths=True)}
+    assert ("optimization.learnin_rate", "extra_forbidden") in relaxed
+    assert not any(path == "model.model_path" for path, _ in relaxed)
+
+
+def test_ltx_validate_falls_back_to_the_mirror_when_not_synced(checkout: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("model: {model_path: /nope.safetensors}\ndata: {preprocessed_data_root: /nope}\nseed: x\n")
+    findings = {f.path for f in LtxBackend(checkout, uv="definitely-not-uv").validate(config)}
+    assert {"model.model_path", "data.preprocessed_data_root", "seed"} <= findings
