@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-__all__ = ["Approval", "Event", "PhaseRun", "Run", "utcnow"]
+__all__ = ["Approval", "Checkpoint", "Event", "Metric", "PhaseRun", "Process", "Run", "utcnow"]
 
 
 def utcnow() -> datetime:
@@ -79,3 +79,65 @@ class Approval(SQLModel, table=True):
     subject: str
     approved_by: str = Field(default="")
     approved_at: datetime = Field(default_factory=utcnow)
+
+
+class Process(SQLModel, table=True):
+    """A child process the engine launched (trainer, preprocessing, autotune trial).
+
+    Liveness is ``pid`` plus the process's own start time (``create_time``), so a reused pid is
+    never mistaken for our trainer. ``log_offset`` is how far the monitor has parsed its log.
+    """
+
+    __tablename__ = "processes"
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="runs.id", index=True)
+    phase: str
+    kind: str  # train, preprocess, trial
+    stage: int = Field(default=1)
+    pid: int
+    create_time: float
+    host: str
+    argv: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    cwd: str
+    env: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    printable: str
+    log_path: str
+    log_offset: int = Field(default=0)
+    status: str = Field(default="running")  # running, exited, crashed, stopped
+    exit_code: int | None = None
+    stopped_by_user: bool = Field(default=False)
+    started_at: datetime = Field(default_factory=utcnow)
+    ended_at: datetime | None = None
+
+
+class Metric(SQLModel, table=True):
+    """One optimizer step's figures as the trainer logged them (deduplicated by step)."""
+
+    __tablename__ = "metrics"
+    __table_args__ = (UniqueConstraint("run_id", "stage", "step", name="uq_metric_step"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="runs.id", index=True)
+    stage: int = Field(default=1)
+    step: int
+    loss: float | None = None
+    learning_rate: float | None = None
+    step_time_s: float | None = None
+    clean: bool = Field(default=True)  # False when the step also ran validation or a checkpoint save
+    recorded_at: datetime = Field(default_factory=utcnow)
+
+
+class Checkpoint(SQLModel, table=True):
+    """A complete checkpoint pair found on disk: weights with the training state of the same step."""
+
+    __tablename__ = "checkpoints"
+    __table_args__ = (UniqueConstraint("run_id", "stage", "step", name="uq_checkpoint_step"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="runs.id", index=True)
+    stage: int = Field(default=1)
+    step: int
+    weights_path: str
+    state_path: str | None = None
+    discovered_at: datetime = Field(default_factory=utcnow)

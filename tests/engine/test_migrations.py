@@ -72,3 +72,22 @@ def test_status_runs_from_a_non_editable_wheel_in_another_directory(tmp_path: Pa
                           text=True)
     assert done.returncode == 0, done.stderr
     assert '"runs": []' in done.stdout
+
+
+def test_rows_seeded_at_the_first_revision_survive_every_upgrade(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    upgrade(engine, "0001")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO runs (name, request, state, created_at, updated_at) "
+                          "VALUES ('old', '{\"dataset\": \"/d\"}', 'awaiting_approval', '2026-01-01 00:00:00', "
+                          "'2026-01-01 00:00:00')"))
+        conn.execute(text("INSERT INTO phase_runs (run_id, phase, attempt, status, reason, started_at, fingerprint, "
+                          "fingerprint_parts, outputs, summary, approval_blockers) VALUES (1, 'plan', 1, 'succeeded', "
+                          "'first run', '2026-01-01 00:00:00', 'sha256:x', '{}', '{\"plan_hash\": \"h\"}', 'ok', '[]')"))
+    upgrade(engine)
+    store = Store(engine)
+    run = store.get_run("old")
+    assert run.request == {"dataset": "/d"} and run.state == "awaiting_approval"
+    assert store.latest_phase_runs(run.id)["plan"].outputs == {"plan_hash": "h"}
+    with engine.connect() as conn:
+        assert {"processes", "metrics", "checkpoints"} <= set(inspect(conn).get_table_names())

@@ -1,0 +1,110 @@
+"""Child processes that outlive the engine: launch detached, check liveness truthfully, stop in steps.
+
+A launch starts its own session (so it has its own process group and survives the engine's death),
+with stdout and stderr appended to a log file. Liveness is the pid *and* its start time: a pid the
+kernel reused for another program is never taken for our trainer. Stopping sends SIGINT to the
+whole group, then SIGTERM, then SIGKILL after timeouts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+__all__ = ["Launched", "exit_record", "is_alive", "launch_detached", "stop_group", "wait_exit"]
+
+_START_TIME_TOLERANCE_S = 0.05
+
+
+@dataclass(frozen=True)
+class Launched:
+    """What identifies a launched process: pid, its start time and the host."""
+
+    pid: int
+    create_time: float
+    host: str
+
+
+def launch_detached(argv: Sequence[str], *, cwd: Path, env_overrides: Mapping[str, str], log_path: Path,
+                    exit_file: Path) -> Launched:
+    """Start ``argv`` under the supervisor in a new session, output appended to ``log_path``.
+
+    The supervisor writes the exit status to ``exit_file`` when the command ends (see
+    ``ltx_pipeline.supervise``); the returned pid is the supervisor's, the leader of the group.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    exit_file.unlink(missing_ok=True)
+    env = {**os.environ, **env_overrides}
+    supervised = [sys.executable, "-m", "ltx_pipeline.supervise", str(exit_file), "--", *argv]
+    with open(log_path, "ab") as log:  # the child keeps its own descriptor
+        proc = subprocess.Popen(  # noqa: S603 - argv list from a backend, never a shell string
+            supervised, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True)
+    try:
+        created = psutil.Process(proc.pid).create_time()
+    except psutil.NoSuchProcess:  # it already exited: its record still names it
+        created = time.time()
+    _REAPERS[proc.pid] = proc  # keep the Popen so the engine reaps it (no zombie) while it runs
+    return Launched(proc.pid, created, socket.gethostname())
+
+
+_REAPERS: dict[int, subprocess.Popen] = {}
+
+
+def is_alive(pid: int, create_time: float, host: str) -> bool:
+    """True only when ``pid`` runs on this host and started when the recorded process did."""
+    if host != socket.gethostname():
+        return False
+    reaper = _REAPERS.get(pid)
+    if reaper is not None and reaper.poll() is not None:
+        return False
+    try:
+        process = psutil.Process(pid)
+        return (abs(process.create_time() - create_time) <= _START_TIME_TOLERANCE_S
+                and process.status() != psutil.STATUS_ZOMBIE)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def exit_record(exit_file: Path) -> dict | None:
+    """``{"exit_code", "signal"}`` as the supervisor recorded it, or None (still running, or killed)."""
+    try:
+        return json.loads(exit_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def wait_exit(pid: int, create_time: float, host: str, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for the process to end; True when it did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not is_alive(pid, create_time, host):
+            return True
+        time.sleep(0.1)
+    return not is_alive(pid, create_time, host)
+
+
+def stop_group(pid: int, create_time: float, host: str, *, interrupt_timeout: float = 30,
+               terminate_timeout: float = 15) -> str:
+    """SIGINT the process group, then SIGTERM, then SIGKILL. Returns the signal that ended it."""
+    for sig, timeout in ((signal.SIGINT, interrupt_timeout), (signal.SIGTERM, terminate_timeout),
+                         (signal.SIGKILL, 5.0)):
+        if not is_alive(pid, create_time, host):
+            return "already exited"
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return "already exited"
+        if wait_exit(pid, create_time, host, timeout):
+            return signal.Signals(sig).name
+    return "still running"
