@@ -82,8 +82,9 @@ def test_rows_seeded_at_the_first_revision_survive_every_upgrade(tmp_path: Path)
                           "VALUES ('old', '{\"dataset\": \"/d\"}', 'awaiting_approval', '2026-01-01 00:00:00', "
                           "'2026-01-01 00:00:00')"))
         conn.execute(text("INSERT INTO phase_runs (run_id, phase, attempt, status, reason, started_at, fingerprint, "
-                          "fingerprint_parts, outputs, summary, approval_blockers) VALUES (1, 'plan', 1, 'succeeded', "
-                          "'first run', '2026-01-01 00:00:00', 'sha256:x', '{}', '{\"plan_hash\": \"h\"}', 'ok', '[]')"))
+                          "fingerprint_parts, outputs, summary, approval_blockers) VALUES (1, 'plan', 1, "
+                          "'succeeded', 'first run', '2026-01-01 00:00:00', 'sha256:x', '{}', "
+                          "'{\"plan_hash\": \"h\"}', 'ok', '[]')"))
     upgrade(engine)
     store = Store(engine)
     run = store.get_run("old")
