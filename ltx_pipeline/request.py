@@ -53,6 +53,7 @@ class RunRequest(BaseModel):
     assume_gpu: str | None = None
     nvidia_smi: str | None = None
     accept_risk: bool = False
+    fresh_preprocess: bool = False  # ignore an existing .precomputed and preprocess into the run's own folder
 
     @field_validator("mode")
     @classmethod

@@ -3,9 +3,12 @@ built yet are simply absent. Each module exports one ``PHASE`` satisfying ``engi
 named as the phase is in the database and the CLI output.
 """
 
+from phases.config_patch import PHASE as CONFIG_PATCH
+from phases.data_check import PHASE as DATA_CHECK
 from phases.plan import PHASE as PLAN
 from phases.probe import PHASE as PROBE
+from phases.validate import PHASE as VALIDATE
 
-PHASES = (PROBE, PLAN)
+PHASES = (PROBE, PLAN, DATA_CHECK, CONFIG_PATCH, VALIDATE)
 
 __all__ = ["PHASES"]

@@ -30,6 +30,19 @@ H100_X4_SMI = "".join(
 )
 
 
+FAKE_UV = f"""#!{sys.executable}
+# Fake `uv run --directory D python ...`: run the rest with this interpreter inside D, src/ on the path.
+import os, sys
+args = sys.argv[1:]
+assert args[0] == "run" and args[1] == "--directory", args
+os.chdir(args[2])
+rest = args[3:]
+assert rest[0] == "python", rest
+os.environ["PYTHONPATH"] = os.pathsep.join([os.path.join(args[2], "src"), os.environ.get("PYTHONPATH", "")])
+os.execv(sys.executable, [sys.executable, *rest[1:]])
+"""
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Point every path the engine reads or writes by default into the test's temp folder."""
@@ -108,22 +121,28 @@ def ltx_prereqs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, st
     """A fake LTX-2 checkout, model files and `uv`, so every prerequisite a heavy phase needs is found."""
     root = tmp_path / "LTX-2"
     trainer = "packages/ltx-trainer/"
+    # The project's own reference templates are written in the trainer's schema: they stand in for
+    # the shipped configs, which tests must not need.
+    templates = REPO / "ltx_pipeline" / "backends" / "reference_configs"
     make_tree(root, {
-        f"{trainer}configs/t2v_lora.yaml": "model: {}\n",
-        f"{trainer}configs/t2v_lora_low_vram.yaml": "model: {}\n",
+        f"{trainer}configs/t2v_lora.yaml": (templates / "t2v_lora.yaml").read_text(),
+        f"{trainer}configs/t2v_lora_low_vram.yaml": (templates / "t2v_lora_low_vram.yaml").read_text(),
         f"{trainer}configs/accelerate/ddp.yaml": "distributed_type: MULTI_GPU\n",
         f"{trainer}scripts/train.py": "",
         f"{trainer}scripts/process_dataset.py": "",
         "uv.lock": "", ".venv/": None,
+        # `ltx_trainer.config` inside the fake checkout: the project's mirror plays the trainer's schema.
+        f"{trainer}src/ltx_trainer/__init__.py": "",
+        f"{trainer}src/ltx_trainer/config.py": "from ltx_pipeline.ltx.trainer_config import LtxTrainerConfig  # noqa\n",
     })
     models = tmp_path / "models"
     make_tree(models, {"ltx-2.3-22b-dev.safetensors": b"\x00" * 16, "gemma-3-12b-it/config.json": "{}"})
     bin_dir = tmp_path / "tools"
     bin_dir.mkdir()
+    (bin_dir / "ffprobe").write_text(f"#!{sys.executable}\nprint('121')\n")  # every clip has 121 frames
+    (bin_dir / "uv").write_text(FAKE_UV)
     for tool in ("uv", "ffprobe"):
-        exe = bin_dir / tool
-        exe.write_text(f"#!{sys.executable}\nimport sys\nprint('121')\n")
-        exe.chmod(0o755)
+        (bin_dir / tool).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     return {"trainer_root": str(root), "model_path": str(models / "ltx-2.3-22b-dev.safetensors"),
             "text_encoder_path": str(models / "gemma-3-12b-it")}

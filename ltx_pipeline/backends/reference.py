@@ -9,6 +9,7 @@ assumed GPU is passed to it as a device capacity through the environment (see
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,11 +32,9 @@ class ReferenceBackend:
     name = "reference"
     heavy_prerequisites: tuple[str, ...] = ()
 
-    def __init__(self, capacity_mib: int | None = None, memory_scale: float | None = None,
-                 cpu: bool = True) -> None:
+    def __init__(self, capacity_mib: int | None = None, memory_scale: float | None = None) -> None:
         self.capacity_mib = capacity_mib
         self.memory_scale = memory_scale
-        self.cpu = cpu
 
     def _env(self) -> dict[str, str]:
         env = dict(LOG_ENV)
@@ -65,9 +64,10 @@ class ReferenceBackend:
         if distributed == "none":
             argv = [sys.executable, *trainer]
         elif distributed == "ddp":
-            # Real DDP: over gloo on the CPU, NCCL on GPUs; accelerate's own launcher, as a module.
-            argv = [sys.executable, "-m", "accelerate.commands.launch",
-                    *accelerate_args(num_processes, None, cpu=self.cpu)[1:], *trainer]
+            # Real DDP through accelerate's own launcher, as a module: over gloo when no GPU is visible,
+            # NCCL otherwise. (`--cpu` would make accelerate start a single process.)
+            argv = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
+                    *accelerate_args(num_processes, None)[1:], *trainer]
         else:
             raise BadInput(f"The reference backend runs single-process or DDP, not {distributed}",
                            where="--distributed", fix="use --distributed ddp (or none)")
@@ -86,6 +86,20 @@ class ReferenceBackend:
             argv += ["--lora-trigger", trigger]
         argv += list(extra_flags)
         return LaunchSpec(tuple(argv), dataset.resolve().parent, dict(LOG_ENV))
+
+    def base_weights(self, folder: Path, seed: int = 0) -> Path:
+        """The toy's frozen base weights in ``folder``, created once from a seed (seconds, CPU)."""
+        output = folder / "reference-base.safetensors"
+        if not output.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            spec = self.base_weights_command(output, seed)
+            done = subprocess.run(list(spec.argv), cwd=spec.cwd, capture_output=True, text=True,  # noqa: S603
+                                  timeout=600, check=False)
+            if done.returncode != 0:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise BadInput(f"Could not create the reference base weights: {tail[0]}", where=str(output),
+                               fix="check the disk and the torch installation")
+        return output
 
     def base_weights_command(self, output: Path, seed: int = 0) -> LaunchSpec:
         """Create the frozen base weights file the toy model loads (``model.model_path``)."""

@@ -39,6 +39,10 @@ class SimulatedBackend:
                            fix="use a mode the reference templates cover (see the README's backends section)")
         return path
 
+    def base_weights(self, folder: Path) -> Path:
+        """A placeholder path: the simulated trainer loads no weights (configs are checked relaxed)."""
+        return folder / "simulated-base.safetensors"
+
     def validate(self, config_path: Path, *, relaxed_paths: bool = False) -> list[ConfigFinding]:
         return validate_trainer_config(load_trainer_config_file(config_path), relaxed_paths=relaxed_paths,
                                        cwd=config_path.parent)

@@ -6,6 +6,7 @@ the runner and print what comes back. Outcomes become exit codes in ``cli.main``
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -47,14 +48,21 @@ def _request_options(dataset: Path | None, mode: str | None, training_mode: str 
                      effective_batch: int | None, trigger: str | None, trainer_root: Path | None,
                      model_path: str | None, text_encoder_path: str | None, backend: str | None,
                      assume_gpu: str | None, nvidia_smi: str | None, accept_risk: bool | None,
-                     surface: Path | None = None) -> dict[str, Any]:
+                     surface: Path | None = None, fresh_preprocess: bool | None = None) -> dict[str, Any]:
     """The request fields the user actually gave (None means "not given")."""
     given = dict(mode=mode, training_mode=training_mode, strategy=strategy, buckets=buckets, rank=rank,
                  steps=steps, learning_rate=learning_rate, effective_batch=effective_batch, trigger=trigger,
                  model_path=model_path, text_encoder_path=text_encoder_path, backend=backend,
-                 assume_gpu=assume_gpu, nvidia_smi=nvidia_smi, accept_risk=accept_risk)
+                 assume_gpu=assume_gpu, nvidia_smi=nvidia_smi, accept_risk=accept_risk,
+                 fresh_preprocess=fresh_preprocess)
     if dataset is not None:
         given["dataset"] = str(_existing(dataset, "--dataset"))
+    for key in ("model_path", "text_encoder_path", "nvidia_smi"):
+        value = given.get(key)
+        # Local paths are stored absolute so run.yaml means the same from any directory; URLs and
+        # bare command names (nvidia-smi on PATH) are kept as given for the request to judge.
+        if value and "://" not in value and (os.sep in value or key != "nvidia_smi"):
+            given[key] = str(Path(value).expanduser().resolve())
     if trainer_root is not None:
         given["trainer_root"] = str(trainer_root.expanduser().resolve())
     if surface is not None:
@@ -157,12 +165,14 @@ def run(
     assume_gpu: Annotated[str | None, typer.Option(help='Plan for "NAME,MEMORY_MIB[,COUNT]".')] = None,
     nvidia_smi: Annotated[str | None, typer.Option(help="nvidia-smi executable to use.")] = None,
     accept_risk: Annotated[bool | None, typer.Option("--accept-risk", help="Continue below 32 GB.")] = None,
+    fresh_preprocess: Annotated[bool | None, typer.Option(
+        "--fresh-preprocess", help="Ignore an existing .precomputed; preprocess into the run's folder.")] = None,
     approve: Annotated[bool, typer.Option("--approve", help="Approve the plan as soon as it is written.")] = False,
 ) -> int:
     """Create (or update) a run and drive it: probe, plan, then stop for approval."""
     options = _request_options(dataset, mode, training_mode, strategy, buckets, rank, steps, learning_rate,
                                effective_batch, trigger, trainer_root, model_path, text_encoder_path, backend,
-                               assume_gpu, nvidia_smi, accept_risk, surface)
+                               assume_gpu, nvidia_smi, accept_risk, surface, fresh_preprocess)
     ws, store = _open(workspace)
     run_row, request = _prepare_run(ws, store, run_name, _with_request_file(request_file, options))
     return _drive(ws, store, run_row, request, approve)

@@ -13,7 +13,7 @@ from ltx_pipeline.backends.base import LaunchSpec, is_secret_name, redact_env
 from ltx_pipeline.backends.ltx import LtxBackend
 from ltx_pipeline.backends.reference import ReferenceBackend
 from ltx_pipeline.errors import BadInput, BadRequest
-from tests.conftest import make_tree
+from tests.conftest import FAKE_UV, make_tree
 
 TRAINER = "packages/ltx-trainer"
 
@@ -93,7 +93,8 @@ def test_reference_commands(tmp_path: Path) -> None:
                            "--disable-progress-bars")
     assert single.env["LTX_REFERENCE_DEVICE_CAPACITY_MIB"] == "512"
     ddp = backend.train_command(config, num_processes=2, distributed="ddp")
-    assert ddp.argv[:7] == (sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--cpu", "-m")
+    assert ddp.argv[:7] == (sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+                            "-m")
     with pytest.raises(BadInput, match="single-process or DDP"):
         backend.train_command(config, num_processes=2, distributed="fsdp")
     assert backend.template("t2v_lora_low_vram.yaml").is_file()
@@ -110,27 +111,11 @@ def test_make_backend_checks_its_inputs(tmp_path: Path) -> None:
         make_backend("simulated", surface=str(surface))
 
 
-FAKE_LTX_TRAINER_CONFIG = """
-# A stand-in for ltx_trainer.config inside a fake checkout: the project's mirror plays the trainer.
-from ltx_pipeline.ltx.trainer_config import LtxTrainerConfig  # noqa: F401
-"""
-FAKE_UV = f"""#!{sys.executable}
-# Fake `uv run --directory D python ...`: run the rest with this interpreter inside D.
-import os, sys
-args = sys.argv[1:]
-assert args[0] == "run" and args[1] == "--directory", args
-os.chdir(args[2])
-rest = args[3:]
-assert rest[0] == "python", rest
-os.environ["PYTHONPATH"] = os.pathsep.join([os.path.join(args[2], "src"), os.environ.get("PYTHONPATH", "")])
-os.execv(sys.executable, [sys.executable, *rest[1:]])
-"""
-
-
 def test_ltx_validate_runs_the_trainers_own_validator_when_synced(checkout: Path, tmp_path: Path) -> None:
     make_tree(checkout, {"uv.lock": "", ".venv/": None,
                          f"{TRAINER}/src/ltx_trainer/__init__.py": "",
-                         f"{TRAINER}/src/ltx_trainer/config.py": FAKE_LTX_TRAINER_CONFIG})
+                         f"{TRAINER}/src/ltx_trainer/config.py":
+                             "from ltx_pipeline.ltx.trainer_config import LtxTrainerConfig  # noqa: F401\n"})
     uv = tmp_path / "uv"
     uv.write_text(FAKE_UV)
     uv.chmod(0o755)

@@ -1,0 +1,281 @@
+"""The autotune sweep's decisions: which trial next, what a result settles, and the winner.
+
+Owns the pure logic of issue 5's sweep (no Optuna, no processes): the objective, the fit test with
+headroom, pruning by the memory order of ``autotune_space`` and the order of trials. The phase that
+runs trials feeds each result to ``SweepPlanner.record`` and asks ``next_trial`` until it is None.
+
+What a result settles, without running anything:
+- a config that did not fit for memory (OOM in training or validation, or over the headroom) settles
+  every config needing at least its memory: they would not fit either;
+- a config that fits settles every config needing no more memory: they fit too, but memory and
+  speed move together along every knob (quantization off, adamw, checkpointing off and a bigger
+  batch are all faster and hungrier), so none of them is faster than it;
+- NaN loss and crashes mark only that config unusable: they say nothing about memory.
+
+Order of trials (to spend the fewest GPU seconds). The trials no strategy can avoid are the fastest
+fitting configs (the maximal fits: nothing settles them but their own run) and the cheapest
+failures (the minimal non-fits, likewise); anything else is waste. A fit costs a full trial, an
+OOM only the load, the step-0 validation and one step, so guessing "fits" wrongly is cheap and
+guessing "fails" wrongly is dear. The planner therefore predicts each candidate's peak memory from
+the measured fits (a growth factor per step up each knob: ``GROWTH_PRIOR``, replaced by what pairs
+of trials differing in one knob measure, and raised by failures), then:
+1. among candidates predicted to fit, runs the most aggressive first (the one whose fit settles the
+   most others: its whole down-set);
+2. then among those predicted not to fit, the least aggressive first (whose failure settles the
+   most others: its whole up-set), because each of them is either a needed minimal failure or a fit
+   that settles what is below it.
+Ties go to the candidate closer to the baseline, then to the space's order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from ltx_pipeline.ltx.autotune_space import SPACE_KEYS, Knobs, distance, knob_steps, needs_no_more_memory, normalize
+
+__all__ = ["GROWTH_PRIOR", "Outcome", "Pruned", "SweepPlanner", "TrialResult", "deltas", "format_knobs"]
+
+Outcome = Literal["fit", "oom_training", "oom_validation", "nan", "crash", "over_headroom"]
+MEMORY_FAILURES = ("oom_training", "oom_validation", "over_headroom")
+# Assumed peak-memory factor per step up each knob, until a pair of trials measures it. Only the
+# order of trials depends on these, never what is pruned. A LoRA peak is dominated by the
+# transformer's weights, which quantization off doubles (int8 -> bf16); LoRA optimizer states are
+# small (fp32 AdamW over 8-bit: a few percent); a batch doubling adds one more sample's
+# checkpointed activations; checkpointing off keeps every layer's activations.
+GROWTH_PRIOR = {"quantization": 1.6, "optimizer_type": 1.03, "batch_size": 1.15,
+                "enable_gradient_checkpointing": 1.5}
+
+
+@dataclass
+class TrialResult:
+    """What one trial measured. ``step_time_s`` is the micro-step (one batch) time."""
+
+    knobs: Knobs
+    outcome: Outcome
+    step_time_s: float | None
+    peak_vram_gb: float | None
+    validation_peak_vram_gb: float | None
+    seconds: float
+    reason: str = ""
+
+    @property
+    def peak_gb(self) -> float | None:
+        """Highest of the training and validation peaks, None when neither was measured."""
+        known = [p for p in (self.peak_vram_gb, self.validation_peak_vram_gb) if p is not None]
+        return max(known) if known else None
+
+
+@dataclass
+class Pruned:
+    """A config settled without running it, and why."""
+
+    knobs: Knobs
+    reason: str
+
+
+def format_knobs(knobs: Knobs) -> str:
+    """Short one-line form of a config, as the trainer spells the values."""
+    check = "on" if knobs.get("enable_gradient_checkpointing") else "off"
+    return (f"{{quantization: {knobs.get('quantization') or 'null'}, optimizer_type: {knobs.get('optimizer_type')}, "
+            f"batch_size: {knobs.get('batch_size')}, gradient_checkpointing: {check}}}")
+
+
+def deltas(winner: Knobs, baseline: Knobs) -> dict:
+    """The knobs (with ``gradient_accumulation_steps``) on which ``winner`` differs from ``baseline``."""
+    return {k: winner[k] for k in SPACE_KEYS if k in winner and winner[k] != baseline.get(k)}
+
+
+def _key(knobs: Knobs) -> tuple:
+    return tuple(knobs.get(k) for k in SPACE_KEYS)
+
+
+class SweepPlanner:
+    """Chooses the sweep's trials one at a time and settles what each result implies.
+
+    Args:
+        space: every config the sweep may try (``autotune_space.search_space``), baseline first.
+        baseline: the plan's knobs; it must be in ``space``.
+        capacity_gb: per-GPU memory in the trainer's GB.
+        headroom: share of capacity kept free; a config fits only at or below capacity x (1 - headroom).
+        effective_batch: the plan's per-GPU effective batch E.
+    """
+
+    def __init__(self, space: list[Knobs], baseline: Knobs, *, capacity_gb: float, headroom: float = 0.05,
+                 effective_batch: int) -> None:
+        if not 0 <= headroom < 1:
+            raise ValueError(f"headroom must be in [0, 1), got {headroom}")
+        self.baseline = normalize(baseline, effective_batch)
+        self.space = [normalize(k, effective_batch) for k in space]
+        if _key(self.baseline) not in {_key(k) for k in self.space}:
+            raise ValueError(f"the baseline {format_knobs(self.baseline)} is not in the search space")
+        self.capacity_gb = capacity_gb
+        self.headroom = headroom
+        self.effective_batch = effective_batch
+        self.baseline_failed = False
+        self._results: dict[tuple, TrialResult] = {}
+        self._pruned: dict[tuple, Pruned] = {}
+
+    @property
+    def limit_gb(self) -> float:
+        """Highest peak memory a fitting config may reach."""
+        return self.capacity_gb * (1 - self.headroom)
+
+    @property
+    def trials(self) -> list[TrialResult]:
+        """Recorded results, in the order recorded."""
+        return list(self._results.values())
+
+    @property
+    def pruned(self) -> list[Pruned]:
+        """Configs settled without a run, with the reason, in the order settled."""
+        return list(self._pruned.values())
+
+    def objective(self, result: TrialResult) -> float:
+        """Seconds per optimizer step at the planned effective batch (lower is better)."""
+        if result.step_time_s is None:
+            return math.inf
+        return result.step_time_s * self.effective_batch / int(result.knobs["batch_size"])
+
+    def fits(self, result: TrialResult) -> bool:
+        """Completed cleanly with a measured peak (training or validation) within the headroom."""
+        peak = result.peak_gb
+        return result.outcome == "fit" and peak is not None and peak <= self.limit_gb
+
+    def remaining(self) -> list[Knobs]:
+        """Configs neither run nor settled."""
+        return [k for k in self.space if _key(k) not in self._results and _key(k) not in self._pruned]
+
+    def record(self, result: TrialResult) -> None:
+        """Take one trial's result and settle what it implies.
+
+        Raises:
+            ValueError: the config is not in the space or was already recorded.
+        """
+        knobs = normalize(result.knobs, self.effective_batch)
+        key = _key(knobs)
+        if key not in {_key(k) for k in self.space}:
+            raise ValueError(f"{format_knobs(knobs)} is not in the search space")
+        if key in self._results:
+            raise ValueError(f"{format_knobs(knobs)} was already recorded")
+        result.knobs = knobs
+        self._results[key] = result
+        self._pruned.pop(key, None)  # a measurement replaces an inference (resume may replay out of order)
+        if key == _key(self.baseline) and not self.fits(result):
+            self.baseline_failed = True
+            why = self._failure_words(result)
+            for other in self.remaining():
+                self._pruned[_key(other)] = Pruned(other, f"not tried: the baseline {why}, so the sweep stopped")
+            return
+        self._settle()
+
+    def next_trial(self) -> Knobs | None:
+        """The next config to run, or None when the sweep is over (see the module docstring)."""
+        if self.baseline_failed:
+            return None
+        if _key(self.baseline) not in self._results:
+            return dict(self.baseline)
+        candidates = self.remaining()
+        if not candidates:
+            return None
+        growth = self._growth()
+        order = {_key(k): i for i, k in enumerate(self.space)}
+
+        def rank(c: Knobs) -> tuple:
+            if self._estimate(c, growth) <= self.limit_gb:
+                settled = sum(1 for o in candidates if o is not c and needs_no_more_memory(o, c))
+                group = 0
+            else:
+                settled = sum(1 for o in candidates if o is not c and needs_no_more_memory(c, o))
+                group = 1
+            return group, -settled, distance(c, self.baseline), order[_key(c)]
+
+        return dict(min(candidates, key=rank))
+
+    def best(self) -> TrialResult | None:
+        """The fastest fitting trial; ties go to the config closer to the baseline, then the earlier."""
+        fitting = [(i, r) for i, r in enumerate(self._results.values()) if self.fits(r)]
+        if not fitting:
+            return None
+        return min(fitting, key=lambda ir: (self.objective(ir[1]), distance(ir[1].knobs, self.baseline), ir[0]))[1]
+
+    def winner(self) -> Knobs:
+        """The best fitting config's knobs, else the baseline's."""
+        best = self.best()
+        return dict(best.knobs if best else self.baseline)
+
+    def _failure_words(self, result: TrialResult) -> str:
+        if result.outcome == "oom_training":
+            return "ran out of memory in a training step"
+        if result.outcome == "oom_validation":
+            return "ran out of memory in validation"
+        if result.outcome == "nan":
+            return "had a NaN loss"
+        if result.outcome == "crash":
+            return f"crashed ({result.reason})" if result.reason else "crashed"
+        if result.peak_gb is None:
+            return "reported no peak memory"
+        return (f"peaked at {result.peak_gb:.1f} GB, over the {self.limit_gb:.1f} GB limit "
+                f"({self.capacity_gb:.1f} GB less {self.headroom:.0%} headroom)")
+
+    def _is_memory_failure(self, result: TrialResult) -> bool:
+        if result.outcome in MEMORY_FAILURES:
+            return True
+        return result.outcome == "fit" and result.peak_gb is not None and result.peak_gb > self.limit_gb
+
+    def _settle(self) -> None:
+        failures = [r for r in self._results.values() if self._is_memory_failure(r)]
+        fitting = [r for r in self._results.values() if self.fits(r)]
+        for cand in self.remaining():
+            above = next((r for r in failures if needs_no_more_memory(r.knobs, cand)), None)
+            if above is not None:
+                self._pruned[_key(cand)] = Pruned(cand, f"needs at least the memory of {format_knobs(above.knobs)}, "
+                                                        f"which {self._failure_words(above)}")
+                continue
+            below = next((r for r in fitting if needs_no_more_memory(cand, r.knobs)), None)
+            if below is not None:
+                self._pruned[_key(cand)] = Pruned(cand, f"uses no more memory than {format_knobs(below.knobs)}, "
+                                                        "which fits, so it is no faster than the best")
+
+    def _growth(self) -> dict[str, float]:
+        """Per-knob peak-memory factor per step up, from pairs of trials that differ in one knob."""
+        seen: dict[str, list[float]] = {}
+        floor: dict[str, float] = {}
+        results = list(self._results.values())
+        for low in results:
+            if not self.fits(low):
+                continue
+            for high in results:
+                steps = {k: s for k, s in knob_steps(low.knobs, high.knobs).items() if s}
+                if len(steps) != 1:
+                    continue
+                (knob, step), = steps.items()
+                if step <= 0:
+                    continue
+                if self.fits(high) or (high.outcome == "over_headroom" and high.peak_gb is not None):
+                    seen.setdefault(knob, []).append((high.peak_gb / low.peak_gb) ** (1 / step))
+                elif self._is_memory_failure(high):
+                    # It went over the limit, so this knob grows memory at least this fast.
+                    bound = (self.limit_gb / low.peak_gb) ** (1 / step)
+                    floor[knob] = max(floor.get(knob, 1.0), bound)
+        growth = {}
+        for knob, prior in GROWTH_PRIOR.items():
+            measured = seen.get(knob)
+            factor = math.exp(sum(map(math.log, measured)) / len(measured)) if measured else prior
+            growth[knob] = max(factor, floor.get(knob, 1.0), 1.0)
+        return growth
+
+    def _estimate(self, cand: Knobs, growth: dict[str, float]) -> float:
+        """Predicted peak of ``cand``: grown from the fits below it, else from the nearest fit."""
+        fitting = [r for r in self._results.values() if self.fits(r)]
+        if not fitting:
+            return 0.0
+        below = [r for r in fitting if needs_no_more_memory(r.knobs, cand)]
+        sources = below or [min(fitting, key=lambda r: distance(r.knobs, cand))]
+
+        def grown(r: TrialResult) -> float:
+            steps = knob_steps(r.knobs, cand)
+            return r.peak_gb * math.prod(growth[k] ** s for k, s in steps.items())
+
+        return max(grown(r) for r in sources)

@@ -1,0 +1,334 @@
+"""The data-check rules: a dataset's metadata, its clip lengths and its text-conditions pairing.
+
+Owns ``Check``, the one finding record the data-check and validate rules share (severity, stable
+code, one-line message, where, concrete fix), and the rules that need no tensors: the metadata
+columns each mode needs (legacy aliases included), media that is missing, duplicated or without a
+caption, clips too short for the planned buckets (preprocessing would skip them silently, facts
+§6.3), and the fingerprint tying text conditions to the checkpoint and text encoder that made
+them. The ``.precomputed/`` rules are in ``ltx.precomputed``; the launch rules in
+``ltx.launch_checks``. Rules return findings; they raise only when a file cannot be read at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ltx_pipeline.ltx.buckets import TEMPORAL_FACTOR, Bucket
+from ltx_pipeline.ltx.metadata import metadata_columns, read_metadata_rows, resolve_media, sample_name
+from ltx_pipeline.ltx.modes import COLUMN_ALIASES, Mode
+
+__all__ = [
+    "Check",
+    "MetadataReport",
+    "check_clip_lengths",
+    "check_conditions_pairing",
+    "check_metadata",
+    "conditions_fingerprint",
+    "format_checks",
+    "has_errors",
+    "name_some",
+]
+
+Severity = Literal["error", "warning", "info"]
+MAX_NAMED = 10
+_CAPTION_CANDIDATES = ("caption", "text", "prompt", "captions", "description")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One finding of a data or launch rule.
+
+    Attributes:
+        severity: "error" blocks the next step; "warning" needs a decision; "info" is a note.
+        code: stable slug, e.g. ``missing-column``, ``short-clip``, ``audio-gate``.
+        message: one line: what is wrong and where.
+        path: dotted config path or file path the finding is about, if any.
+        fix: the concrete fix, or the options when the user must choose.
+    """
+
+    severity: Severity
+    code: str
+    message: str
+    path: str | None = None
+    fix: str | None = None
+
+    def line(self) -> str:
+        """``<severity> [<code>] <message> Fix: <fix>`` on one line."""
+        text = f"{self.severity} [{self.code}] {self.message.rstrip('.')}."
+        if self.fix:
+            text += f" Fix: {self.fix.rstrip('.')}."
+        return " ".join(text.split())
+
+
+def format_checks(checks: Iterable[Check]) -> list[str]:
+    """One line per finding, errors first, then warnings, then notes (stable within a severity)."""
+    order = {"error": 0, "warning": 1, "info": 2}
+    return [check.line() for check in sorted(checks, key=lambda c: order[c.severity])]
+
+
+def has_errors(checks: Iterable[Check]) -> bool:
+    """Whether any finding is an error."""
+    return any(check.severity == "error" for check in checks)
+
+
+def name_some(names: Iterable[str], limit: int = MAX_NAMED) -> str:
+    """``a, b, c`` naming at most ``limit`` items, then ``and N more``."""
+    items = list(names)
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+@dataclass(frozen=True)
+class MetadataReport:
+    """What ``check_metadata`` found in a metadata file.
+
+    Attributes:
+        path: the metadata file.
+        mode: the mode name checked against.
+        rows: number of rows.
+        columns: every column found.
+        column_map: the mode's column (``video``, ``reference_video`` ...) -> the column used
+            (``media_path`` where the legacy alias is used); absent columns are left out.
+        media_by_column: the mode's media column -> the non-empty paths as written, in row order.
+        checks: the findings.
+    """
+
+    path: str
+    mode: str
+    rows: int
+    columns: tuple[str, ...]
+    column_map: dict[str, str]
+    media_by_column: dict[str, tuple[str, ...]]
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.checks)
+
+    def primary_media(self) -> tuple[str, ...]:
+        """The clips preprocessing encodes: the ``video`` column, else the ``audio`` one."""
+        return self.media_by_column.get("video") or self.media_by_column.get("audio") or ()
+
+    def sample_names(self) -> dict[str, str]:
+        """Primary media path as written -> its relative ``.pt`` name in ``.precomputed/``."""
+        base = Path(self.path).parent
+        return {media: sample_name(base, media) for media in self.primary_media()}
+
+
+def check_metadata(metadata_file: Path, mode: Mode, *, caption_column: str = "caption") -> MetadataReport:
+    """Check a metadata file against what a mode's preprocessing needs.
+
+    Args:
+        metadata_file: the .csv/.json/.jsonl file; media paths are relative to its folder.
+        mode: the training mode (its ``columns`` are required; ``video`` may be the legacy
+            ``media_path`` and ``reference_video`` the legacy ``ref_media_path``).
+        caption_column: the caption column preprocessing will be told to read.
+
+    Returns:
+        The report; its checks are ``missing-column``, ``empty-media-path``, ``missing-media``
+        (errors), ``duplicate-media`` and ``empty-caption`` (warnings).
+
+    Raises:
+        BadDataset: the file cannot be read or parsed, or has no rows.
+    """
+    metadata_file = Path(metadata_file).expanduser().absolute()
+    rows = read_metadata_rows(metadata_file)
+    columns = metadata_columns(rows)
+    where = str(metadata_file)
+    base = metadata_file.parent
+    checks: list[Check] = []
+    column_map: dict[str, str] = {}
+    for wanted in mode.columns:
+        names = (caption_column,) if wanted == "caption" else COLUMN_ALIASES.get(wanted, (wanted,))
+        found = next((name for name in names if name in columns), None)
+        if found is None:
+            checks.append(_missing_column(wanted, names, columns, mode, where))
+        else:
+            column_map[wanted] = found
+    media_by_column: dict[str, tuple[str, ...]] = {}
+    for wanted, column in column_map.items():
+        if wanted == "caption":
+            continue
+        values = [_text(row.get(column)) for row in rows]
+        media_by_column[wanted] = tuple(value for value in values if value)
+        empty_rows = [str(number) for number, value in enumerate(values, start=1) if not value]
+        if empty_rows:
+            checks.append(Check("error", "empty-media-path",
+                                f"{len(empty_rows)} row(s) of {metadata_file.name} have no `{column}` path "
+                                f"(rows {name_some(empty_rows)})", where,
+                                f"fill in `{column}` for those rows or remove them"))
+        missing = [value for value in media_by_column[wanted] if not resolve_media(base, value).is_file()]
+        if missing:
+            checks.append(Check("error", "missing-media",
+                                f"{len(missing)} file(s) in `{column}` of {metadata_file.name} do not exist: "
+                                f"{name_some(missing)}", where,
+                                f"fix or remove those rows; paths are relative to {base}"))
+    primary = next((w for w in ("video", "audio") if w in media_by_column), None)
+    if primary is not None:
+        checks += _duplicates(media_by_column[primary], base, column_map[primary], where)
+    if "caption" in column_map:
+        checks += _empty_captions(rows, column_map, primary, where)
+    return MetadataReport(where, mode.name, len(rows), columns, column_map, media_by_column, checks)
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _missing_column(wanted: str, names: tuple[str, ...], columns: tuple[str, ...], mode: Mode,
+                    where: str) -> Check:
+    accepted = " or ".join(f"`{name}`" for name in names)
+    fix = f"add a {accepted} column"
+    if wanted == "caption":
+        other = next((name for name in _CAPTION_CANDIDATES if name in columns and name != names[0]), None)
+        if other:
+            fix = f"rename column `{other}` to `{names[0]}`, or have preprocessing read --caption-column {other}"
+        else:
+            fix = f"add a `{names[0]}` column (caption the clips first)"
+    return Check("error", "missing-column",
+                 f"Mode {mode.name} needs column {accepted} in {Path(where).name}; found: "
+                 f"{', '.join(columns) or 'none'}", where, fix)
+
+
+def _duplicates(media: tuple[str, ...], base: Path, column: str, where: str) -> list[Check]:
+    resolved = [str(resolve_media(base, value).resolve()) for value in media]
+    counts = Counter(resolved)
+    first: dict[str, str] = {}
+    for value, key in zip(media, resolved, strict=True):
+        if counts[key] > 1:
+            first.setdefault(key, f"{value} (x{counts[key]})")
+    named = list(first.values())
+    if not named:
+        return []
+    # NOTE: preprocessing keys captions by media path, so repeated rows collapse to one sample
+    # carrying the last row's caption (facts §6.2).
+    return [Check("warning", "duplicate-media",
+                  f"{len(named)} clip(s) are listed more than once in `{column}`: {name_some(named)}; "
+                  "preprocessing keeps one sample each, with the last row's caption", where,
+                  "remove the repeated rows, or merge their captions into one row")]
+
+
+def _empty_captions(rows: list[dict[str, Any]], column_map: dict[str, str], primary: str | None,
+                    where: str) -> list[Check]:
+    caption = column_map["caption"]
+    media_column = column_map.get(primary) if primary else None
+    empty = [(_text(row.get(media_column)) if media_column else "") or f"row {number}"
+             for number, row in enumerate(rows, start=1) if not _text(row.get(caption))]
+    if not empty:
+        return []
+    return [Check("warning", "empty-caption",
+                  f"{len(empty)} row(s) have an empty `{caption}`: {name_some(empty)}", where,
+                  "caption those clips before preprocessing (an empty caption trains on no text)")]
+
+
+def check_clip_lengths(frame_counts: Mapping[str, int | None], buckets: Iterable[Bucket]) -> list[Check]:
+    """Name the clips too short for every planned bucket.
+
+    Preprocessing skips, with only a warning in its log, any clip with fewer frames than the
+    smallest bucket's F (facts §6.3), so the loss is surfaced here with the three ways out.
+
+    Args:
+        frame_counts: clip -> frame count (None where it could not be measured).
+        buckets: the planned buckets.
+
+    Returns:
+        ``short-clip`` (warning; error ``no-usable-clips`` when every measured clip is short) and
+        ``unmeasured-clip`` (info) findings.
+    """
+    planned = list(buckets)
+    if not planned or not frame_counts:
+        return []
+    shortest = min(planned, key=lambda bucket: bucket.frames)
+    short = {clip: n for clip, n in frame_counts.items() if n is not None and n < shortest.frames}
+    unmeasured = [clip for clip, n in frame_counts.items() if n is None]
+    checks: list[Check] = []
+    measured = len(frame_counts) - len(unmeasured)
+    if short:
+        fewest = min(short.values())
+        fits = max(1, (fewest - 1) // TEMPORAL_FACTOR * TEMPORAL_FACTOR + 1)
+        smaller = Bucket(shortest.width, shortest.height, fits)
+        everyone = len(short) == measured
+        fix = (f"choose one: (1) a smaller bucket such as {smaller} for all clips; (2) an extra shorter bucket "
+               f"{smaller} beside the others (several buckets force optimization.batch_size: 1); "
+               f"(3) accept losing {'them' if not everyone else 'all clips (nothing would train)'}")
+        named = [f"{Path(clip).name} ({n} frames)" for clip, n in sorted(short.items())]
+        checks.append(Check("error" if everyone else "warning", "no-usable-clips" if everyone else "short-clip",
+                            f"{len(short)} of {measured} clip(s) are shorter than the smallest bucket {shortest} "
+                            f"({shortest.frames} frames) and would be skipped by preprocessing: {name_some(named)}",
+                            "buckets", fix))
+    if unmeasured:
+        checks.append(Check("info", "unmeasured-clip",
+                            f"{len(unmeasured)} clip(s) could not be measured: "
+                            f"{name_some(Path(c).name for c in unmeasured)}", None,
+                            "check that ffprobe can read them; reconciliation after preprocessing will name "
+                            "any that were skipped"))
+    return checks
+
+
+def _identity(path_text: str) -> dict[str, Any]:
+    path = Path(path_text).expanduser().resolve()
+    if not path.exists():
+        return {"path": str(path), "exists": False}
+    stat = path.stat()
+    identity: dict[str, Any] = {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    if path.is_dir():
+        # A Gemma folder: its top-level files (weights shards, tokenizer) identify the encoder.
+        identity["files"] = sorted([child.name, child.stat().st_size] for child in path.iterdir() if child.is_file())
+    return identity
+
+
+def conditions_fingerprint(model_path: str, text_encoder_path: str) -> dict[str, Any]:
+    """Identify the checkpoint and text-encoder pair that text conditions are made with.
+
+    Args:
+        model_path: the LTX checkpoint given to preprocessing.
+        text_encoder_path: the Gemma folder or packed text-encoder file given to preprocessing.
+
+    Returns:
+        ``{"model": identity, "text_encoder": identity, "digest": "sha256:..."}``; an identity is
+        the resolved path, size and mtime_ns (plus sorted top-level file names and sizes for a
+        folder), or ``{"path", "exists": False}``. The digest covers both identities.
+    """
+    parts = {"model": _identity(model_path), "text_encoder": _identity(text_encoder_path)}
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"))
+    return {**parts, "digest": "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()}
+
+
+def check_conditions_pairing(recorded: Mapping[str, Any] | None, current: Mapping[str, Any]) -> list[Check]:
+    """Refuse to reuse text conditions made with another checkpoint or text encoder.
+
+    Args:
+        recorded: the fingerprint stored when this engine preprocessed the conditions, or None.
+        current: ``conditions_fingerprint`` of the pair the run will train with.
+
+    Returns:
+        Nothing when the pair matches; ``conditions-unproven`` (warning) without a record;
+        ``conditions-pairing`` (error) naming what changed otherwise.
+    """
+    new_folder = ("preprocess into a new folder (e.g. .precomputed-v2/) with the current checkpoint and "
+                  "text encoder, and point data.preprocessed_data_root at it")
+    if recorded is None:
+        return [Check("warning", "conditions-unproven",
+                      "Conditions made outside this engine: cannot prove which checkpoint/Gemma pair produced them",
+                      "conditions/",
+                      "reuse them only if you know they came from "
+                      f"{current['model']['path']} + {current['text_encoder']['path']}; otherwise {new_folder}")]
+    if recorded.get("digest") == current.get("digest"):
+        return []
+    changed = []
+    for part, label in (("model", "checkpoint"), ("text_encoder", "text encoder")):
+        old, new = recorded.get(part) or {}, current.get(part) or {}
+        if old.get("path") != new.get("path"):
+            changed.append(f"{label} {old.get('path')} -> {new.get('path')}")
+        elif old != new:
+            changed.append(f"{label} {new.get('path')} changed on disk")
+    detail = "; ".join(changed) or "fingerprint differs"
+    return [Check("error", "conditions-pairing",
+                  f"Conditions were made with another checkpoint/text-encoder pair ({detail}): refusing to reuse them",
+                  "conditions/", new_folder)]

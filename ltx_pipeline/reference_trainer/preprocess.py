@@ -1,0 +1,207 @@
+"""``python -m ltx_pipeline.reference_trainer.preprocess DATASET --resolution-buckets ... --model-path ...``.
+
+The reference trainer's ``process_dataset.py``: builds ``.precomputed/`` (or ``--output-dir``) from
+a metadata file (.csv, .json list, .jsonl) with a caption column and a video column, with no VAE and
+no Gemma. Deterministic stand-ins: video latents [128, F', H', W'] of the chosen bucket's latent
+shape, seeded from a hash of the media file's bytes and the bucket; audio latents [8, T, 16]
+(25 steps per second) for media with an audio track unless ``--skip-audio``; caption features
+from the toy text encoder keyed to the base model (``--model-path``). Bucket choice, skipping of
+clips shorter than the smallest bucket, output naming, never overwriting without ``--overwrite``,
+atomic ``.pt.tmp.<pid>`` writes and bucket errors (exit 2) follow facts §6.1-§6.3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["main", "parse_buckets"]
+
+CAPTION_COLUMNS = ("caption", "text", "prompt")
+VIDEO_COLUMNS = ("video", "media_path", "video_path")
+
+
+class BucketError(ValueError):
+    """A bucket that breaks the VAE's geometry rules (reported as a usage error, exit 2)."""
+
+
+def parse_buckets(text: str) -> list[tuple[int, int, int]]:
+    """``"WxHxF;..."`` -> [(F, H, W), ...]; malformed tokens raise a plain ValueError, as the trainer."""
+    buckets = []
+    for token in text.split(";"):
+        width, height, frames = (int(part) for part in token.split("x"))
+        if width % 32 or height % 32:
+            raise BucketError(f"Width and height must be multiples of 32x32, got {width}x{height}")
+        if frames % 8 != 1:
+            raise BucketError(f"Number of frames must be a multiple of 8 plus 1, got {frames}")
+        buckets.append((frames, height, width))
+    return buckets
+
+
+def _read_metadata(path: Path) -> list[dict]:
+    if path.suffix == ".csv":
+        with open(path, newline="", encoding="utf-8") as handle:
+            return list(csv.DictReader(handle))
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if path.suffix == ".json":
+        return list(json.loads(path.read_text(encoding="utf-8")))
+    raise ValueError(f"Unsupported dataset file {path}: use .csv, .json or .jsonl")
+
+
+def _pick_column(rows: list[dict], forced: str | None, names: tuple[str, ...]) -> str | None:
+    keys = set(rows[0]) if rows else set()
+    if forced:
+        return forced if forced in keys else None
+    return next((name for name in names if name in keys), None)
+
+
+def choose_bucket(buckets: list[tuple[int, int, int]], frames: int, width: int, height: int,
+                  ) -> tuple[int, int, int] | None:
+    """Closest aspect ratio, then more frames, then larger area, among buckets that fit the clip."""
+    fitting = [b for b in buckets if b[0] <= frames]
+    if not fitting:
+        return None
+    aspect = math.log(width / height) if width and height else 0.0
+    return min(fitting, key=lambda b: (abs(aspect - math.log(b[2] / b[1])), -b[0], -b[1] * b[2]))
+
+
+def _output_name(media: Path, dataset_dir: Path) -> Path:
+    resolved = (dataset_dir / media).resolve() if not media.is_absolute() else media
+    try:
+        relative = resolved.relative_to(dataset_dir.resolve())
+    except ValueError:
+        relative = Path(*resolved.parts[1:])
+    return relative.with_suffix(".pt")
+
+
+def _save(payload: dict, path: Path) -> None:
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
+    with open(tmp, "wb") as handle:
+        torch.save(payload, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _seeded(kind: str, data: bytes, extra: str):  # noqa: ANN202
+    import torch
+
+    digest = hashlib.sha256(kind.encode() + b"\0" + extra.encode() + b"\0" + data).digest()
+    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m ltx_pipeline.reference_trainer.preprocess",
+                                     description="Reference preprocessing (toy encoders, NOT LTX-2).")
+    parser.add_argument("dataset_path", type=Path, help=".csv, .json or .jsonl metadata file")
+    parser.add_argument("--resolution-buckets", help='"WxHxF;WxHxF"')
+    parser.add_argument("--model-path", type=Path, required=True, help="reference base .safetensors")
+    parser.add_argument("--text-encoder-path", type=Path, required=True, help="must exist (unused by the toy)")
+    parser.add_argument("--output-dir", type=Path)
+    parser.add_argument("--caption-column")
+    parser.add_argument("--video-column")
+    parser.add_argument("--lora-trigger")
+    parser.add_argument("--skip-audio", action="store_true")
+    parser.add_argument("--overwrite", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:  # noqa: C901 - one linear pass over the dataset
+    """Preprocess the dataset; returns the exit code (2 for usage errors)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        buckets = parse_buckets(args.resolution_buckets) if args.resolution_buckets else []
+    except BucketError as error:
+        parser.error(f"Invalid value for '--resolution-buckets': {error}")
+    for option, path in (("--model-path", args.model_path), ("--text-encoder-path", args.text_encoder_path),
+                         ("DATASET_PATH", args.dataset_path)):
+        if not path.exists():
+            parser.error(f"{option} does not exist: {path}")
+    import torch
+
+    from ltx_pipeline.reference_trainer.data import caption_salt, encode_caption
+    from ltx_pipeline.reference_trainer.media import probe_media
+    from ltx_pipeline.reference_trainer.model import read_architecture
+
+    arch = read_architecture(args.model_path)
+    rows = _read_metadata(args.dataset_path)
+    caption_col = _pick_column(rows, args.caption_column, CAPTION_COLUMNS)
+    video_col = _pick_column(rows, args.video_column, VIDEO_COLUMNS)
+    if caption_col is None:
+        raise ValueError(f"No caption column found in {args.dataset_path}; use --caption-column")
+    if video_col is None:
+        raise ValueError(f"No media column found in {args.dataset_path}; use --video-column")
+    if not buckets:
+        raise ValueError("--resolution-buckets is required when the dataset has a video column.")
+    if len(buckets) > 1:
+        print("WARNING  Using multiple resolution buckets. Training batch size must be 1.")
+    dataset_dir = args.dataset_path.parent
+    out = args.output_dir or dataset_dir / ".precomputed"
+    print(f"Reference preprocessing (toy encoders from {args.model_path}, NOT LTX-2): {len(rows)} media files, "
+          f"buckets {args.resolution_buckets} -> {out}")
+    counts = {"latents": 0, "conditions": 0, "audio_latents": 0, "existing": 0, "skipped": 0}
+    smallest = min(b[0] for b in buckets)
+    salt = caption_salt(arch)
+    for row in rows:
+        media = Path(row[video_col])
+        source = media if media.is_absolute() else dataset_dir / media
+        try:
+            info = probe_media(source)
+        except (OSError, ValueError) as error:
+            print(f"WARNING  Skipping {media}: {error}")
+            counts["skipped"] += 1
+            continue
+        bucket = choose_bucket(buckets, info.frames, info.width, info.height)
+        if bucket is None:
+            print(f"WARNING  Skipping {media}: {info.frames} frames, fewer than the smallest bucket ({smallest})")
+            counts["skipped"] += 1
+            continue
+        frames, height, width = bucket
+        name = _output_name(media, dataset_dir)
+        data = source.read_bytes()
+        tag = f"{width}x{height}x{frames}"
+        latent_shape = (128, (frames - 1) // 8 + 1, height // 32, width // 32)
+        caption = str(row[caption_col])
+        if args.lora_trigger:
+            caption = f"{args.lora_trigger.strip()} {caption}"
+        embeds, mask = encode_caption(caption, arch.text_len, arch.text_dim, salt)
+        targets = {
+            "latents": {
+                "latents": torch.randn(latent_shape, generator=_seeded("video", data, tag)).to(torch.bfloat16),
+                "num_frames": latent_shape[1], "height": latent_shape[2], "width": latent_shape[3],
+                "fps": info.fps},
+            "conditions": {"video_prompt_embeds": embeds, "prompt_attention_mask": mask,
+                           "audio_prompt_embeds": embeds.clone()},
+        }
+        if info.has_audio and not args.skip_audio:
+            duration = frames / info.fps
+            steps = max(1, round(duration * 25))
+            targets["audio_latents"] = {
+                "latents": torch.randn(8, steps, 16, generator=_seeded("audio", data, tag)),
+                "num_time_steps": steps, "frequency_bins": 16, "duration": duration}
+        for folder, payload in targets.items():
+            path = out / folder / name
+            if path.exists() and not args.overwrite:
+                counts["existing"] += 1
+                continue
+            _save(payload, path)
+            counts[folder] += 1
+    print(f"✅ Wrote {counts['latents']} latents, {counts['conditions']} conditions, "
+          f"{counts['audio_latents']} audio latents to {out}; kept {counts['existing']} existing files; "
+          f"skipped {counts['skipped']} media files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

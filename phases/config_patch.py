@@ -1,0 +1,93 @@
+"""Config-patch phase: copy the mode's template into the run and patch it, comments preserved.
+
+The template comes from the backend (the trainer checkout's ``configs/`` for ``ltx``) and is only
+read; each stage gets its own ``config.yaml`` (chained runs: ``config.stage-K.yaml``) patched with
+the plan's settings through one comment-preserving round trip, so ``diff template config`` shows
+only the patched lines. Every patch is recorded (dotted path, old, new, reason); later phases
+(autotune's winner, resume) patch through the same mechanism.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ltx_pipeline.engine import PhaseResult, RunContext
+from ltx_pipeline.engine.fingerprint import digest, file_digest
+from ltx_pipeline.ltx.config_patch import StagePaths, apply_patches, patches_for_stage, render_diff
+from ltx_pipeline.workspace import atomic_write
+
+__all__ = ["PHASE", "stage_config_file", "stage_output_dir"]
+
+
+def stage_config_file(run_root: Path, stage: int, stages: int) -> Path:
+    return run_root / ("config.yaml" if stages == 1 else f"config.stage-{stage}.yaml")
+
+
+def stage_output_dir(run_root: Path, stage: int, stages: int) -> Path:
+    return run_root / "outputs" if stages == 1 else run_root / "outputs" / f"stage-{stage}"
+
+
+class ConfigPatchPhase:
+    name = "config_patch"
+    heavy = False
+
+    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+        template = ctx.backend.template(ctx.output("plan")["recipe"]["template"])
+        return {"plan": digest(ctx.output("plan")), "data_check": digest(ctx.output("data_check")),
+                "template": file_digest(template), "backend": ctx.request.backend}
+
+    def run(self, ctx: RunContext) -> PhaseResult:
+        ctx.narrate("Copying the mode's example config into the run and patching it with the plan's settings; "
+                    "the template itself is never edited.")
+        recipe = ctx.output("plan")["recipe"]
+        data = ctx.output("data_check")
+        template = ctx.backend.template(recipe["template"])
+        template_text = template.read_text(encoding="utf-8")
+        model_path, encoder_path = _model_paths(ctx)
+        wandb = bool(ctx.output("probe")["host"].get("wandb_credentials"))
+        stages = len(recipe["stages"])
+        configs = []
+        previous_weights: str | None = None
+        for stage in recipe["stages"]:
+            index = stage["index"]
+            output_dir = stage_output_dir(ctx.paths.root, index, stages)
+            paths = StagePaths(model_path=model_path, text_encoder_path=encoder_path,
+                               preprocessed_data_root=data["stages"][index - 1]["preprocessed_root"],
+                               output_dir=str(output_dir))
+            patches = patches_for_stage(recipe, index, mode=recipe["mode"], paths=paths, trigger=ctx.request.trigger,
+                                        wandb=wandb, previous_stage_weights=previous_weights,
+                                        backend_knobs=getattr(ctx.backend, "config_knobs", None))
+            text, records = apply_patches(template_text, patches)
+            config_file = stage_config_file(ctx.paths.root, index, stages)
+            atomic_write(config_file, text, root=ctx.workspace)
+            configs.append({"stage": index, "config": str(config_file), "template": str(template),
+                            "patches": [r.to_dict() for r in records],
+                            "diff": render_diff(template_text, text, str(template), str(config_file)),
+                            "output_dir": str(output_dir)})
+            previous_weights = str(output_dir / "checkpoints" / _final_weights_name(recipe))
+        return PhaseResult({"configs": configs, "model_path": model_path, "text_encoder_path": encoder_path})
+
+    def summary(self, outputs: dict[str, Any]) -> str:
+        configs = outputs["configs"]
+        patched = sum(len(c["patches"]) for c in configs)
+        names = ", ".join(Path(c["config"]).name for c in configs)
+        return f"{names} written from {Path(configs[0]['template']).name} with {patched} recorded patch(es)"
+
+
+def _final_weights_name(recipe: dict[str, Any]) -> str:
+    """The trainer always saves a last checkpoint at the final step (facts §4.7)."""
+    prefix = "lora" if recipe["training_mode"] == "lora" else "model"
+    return f"{prefix}_weights_step_{recipe['steps']:05d}.safetensors"
+
+
+def _model_paths(ctx: RunContext) -> tuple[str, str]:
+    """The checkpoint and text encoder: found by the probe (ltx) or the backend's own base weights."""
+    if ctx.request.backend == "ltx":
+        models = ctx.output("probe")["models"]
+        return models["checkpoint_path"], models["text_encoder_path"]
+    base = ctx.backend.base_weights(ctx.paths.root / "models")
+    return str(base), str(base)
+
+
+PHASE = ConfigPatchPhase()

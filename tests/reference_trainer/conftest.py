@@ -1,0 +1,111 @@
+"""Builders for reference-trainer tests: a toy base, a synthetic dataset, and trainer configs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_dataset(folder: Path, clips: list[tuple[str, int, bool]], width: int = 64, height: int = 64) -> Path:
+    """Synthetic media files (header + bytes) and a dataset.jsonl: (name, frames, has_audio) each."""
+    from ltx_pipeline.reference_trainer.media import synthetic_media_header
+
+    (folder / "videos").mkdir(parents=True, exist_ok=True)
+    rows = []
+    for index, (name, frames, audio) in enumerate(clips):
+        media = folder / "videos" / name
+        media.write_bytes(synthetic_media_header(frames, 24.0, width, height, audio) + bytes([index]) * 64)
+        rows.append({"caption": f"a red cube number {index} spins slowly", "video": f"videos/{name}"})
+    dataset = folder / "dataset.jsonl"
+    dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return dataset
+
+
+class Project:
+    """A tmp folder holding a base model, preprocessed data and a config writer."""
+
+    def __init__(self, root: Path, base: Path, data_root: Path) -> None:
+        self.root, self.base, self.data_root = root, base, data_root
+
+    def config(self, name: str = "config.yaml", **sections) -> Path:  # noqa: ANN003
+        """Write a flexible t2v config with small defaults; ``sections`` deep-merge over them."""
+        config = {
+            "model": {"model_path": str(self.base), "text_encoder_path": str(self.root), "training_mode": "lora"},
+            "lora": {"rank": 4, "alpha": 4, "target_modules": ["to_k", "to_q", "to_v", "to_out.0"]},
+            "training_strategy": {"name": "flexible", "video": {"is_generated": True, "latents_dir": "latents"}},
+            "optimization": {"learning_rate": 1e-3, "steps": 6, "batch_size": 1, "optimizer_type": "adamw",
+                             "scheduler_type": "linear", "enable_gradient_checkpointing": False},
+            "acceleration": {"mixed_precision_mode": "bf16", "quantization": None},
+            "data": {"preprocessed_data_root": str(self.data_root), "num_dataloader_workers": 0},
+            "validation": {"samples": [{"prompt": "a red cube spins"}], "video_dims": [64, 64, 9],
+                           "inference_steps": 2, "interval": None},
+            "checkpoints": {"interval": None, "keep_last_n": -1},
+            "seed": 7,
+            "output_dir": str(self.root / "out"),
+        }
+        for section, values in sections.items():
+            if isinstance(values, dict) and isinstance(config.get(section), dict):
+                config[section] = {**config[section], **values}
+            else:
+                config[section] = values
+        path = self.root / name
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+
+def make_project(root: Path, clips: list[tuple[str, int, bool]] | None = None, bucket: str = "64x64x17",
+                 **arch: int) -> Project:
+    """Base model + dataset + preprocessing into ``root/.precomputed``."""
+    from ltx_pipeline.reference_trainer import make_base, preprocess
+
+    root.mkdir(parents=True, exist_ok=True)
+    base = root / "base.safetensors"
+    make_base.main([str(base)] + [f"--{k.replace('_', '-')}={v}" for k, v in arch.items()])
+    dataset = write_dataset(root, clips or [(f"clip{i}.mp4", 17, True) for i in range(4)])
+    code = preprocess.main([str(dataset), "--resolution-buckets", bucket, "--model-path", str(base),
+                            "--text-encoder-path", str(root)])
+    assert code == 0
+    return Project(root, base, root / ".precomputed")
+
+
+def run_trainer(config: Path, *extra: str, env: dict | None = None, timeout: int = 120,
+                launcher: list[str] | None = None) -> subprocess.CompletedProcess:
+    """Run the reference trainer CLI in a subprocess (repo on the path, wide columns)."""
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", "LTX_REFERENCE_DEVICE": "cpu",
+                **(env or {})}
+    full_env.pop("LOCAL_RANK", None)
+    argv = (launcher or [sys.executable, "-m"]) + ["ltx_pipeline.reference_trainer", str(config),
+                                                    "--disable-progress-bars", *extra]
+    return subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=config.parent,
+                          check=False)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """One shared project per test module (4 clips of 64x64x17 with audio)."""
+    return make_project(tmp_path_factory.mktemp("reference"))
+
+
+def train_in_process(config: Path, capsys: pytest.CaptureFixture, env: dict | None = None,
+                     monkeypatch: pytest.MonkeyPatch | None = None) -> tuple[int, str]:
+    """Run the trainer's ``main`` in this process (imports paid once); returns (exit code, stdout)."""
+    from ltx_pipeline.reference_trainer.__main__ import main
+
+    capsys.readouterr()
+    for key, value in {"LTX_REFERENCE_DEVICE": "cpu", "LTX_REFERENCE_LOG_EVERY": "1", **(env or {})}.items():
+        monkeypatch.setenv(key, value)
+    code = main([str(config), "--disable-progress-bars"])
+    return code, capsys.readouterr().out
+
+
+def peak_bytes(output_dir: Path) -> dict:
+    """The measured peaks the trainer wrote beside its outputs."""
+    return json.loads((output_dir / "reference_memory.json").read_text())["peak_bytes"]
