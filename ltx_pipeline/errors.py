@@ -24,6 +24,7 @@ __all__ = [
     "PhaseFailed",
     "Refused",
     "ResumeRefused",
+    "RunFailed",
     "RunLocked",
     "UnsafePath",
 ]
@@ -104,6 +105,12 @@ class ResumeRefused(Refused):
 
 class GateStopped(LtxPipelineError):
     """The run was stopped by a hardware gate (e.g. below the minimum VRAM)."""
+
+    exit_code = EXIT_FAILED
+
+
+class RunFailed(LtxPipelineError):
+    """Work the run depends on failed (a trial, a training launch), with the proposed fix."""
 
     exit_code = EXIT_FAILED
 

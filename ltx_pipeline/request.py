@@ -53,6 +53,7 @@ class RunRequest(BaseModel):
     assume_gpu: str | None = None
     nvidia_smi: str | None = None
     accept_risk: bool = False
+    headroom: float = Field(default=0.05, ge=0.0, lt=0.5)  # autotune keeps peak VRAM under capacity x (1 - headroom)
     fresh_preprocess: bool = False  # ignore an existing .precomputed and preprocess into the run's own folder
 
     @field_validator("mode")

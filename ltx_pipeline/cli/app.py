@@ -48,13 +48,14 @@ def _request_options(dataset: Path | None, mode: str | None, training_mode: str 
                      effective_batch: int | None, trigger: str | None, trainer_root: Path | None,
                      model_path: str | None, text_encoder_path: str | None, backend: str | None,
                      assume_gpu: str | None, nvidia_smi: str | None, accept_risk: bool | None,
-                     surface: Path | None = None, fresh_preprocess: bool | None = None) -> dict[str, Any]:
+                     surface: Path | None = None, fresh_preprocess: bool | None = None,
+                     headroom: float | None = None) -> dict[str, Any]:
     """The request fields the user actually gave (None means "not given")."""
     given = dict(mode=mode, training_mode=training_mode, strategy=strategy, buckets=buckets, rank=rank,
                  steps=steps, learning_rate=learning_rate, effective_batch=effective_batch, trigger=trigger,
                  model_path=model_path, text_encoder_path=text_encoder_path, backend=backend,
                  assume_gpu=assume_gpu, nvidia_smi=nvidia_smi, accept_risk=accept_risk,
-                 fresh_preprocess=fresh_preprocess)
+                 fresh_preprocess=fresh_preprocess, headroom=headroom)
     if dataset is not None:
         given["dataset"] = str(_existing(dataset, "--dataset"))
     for key in ("model_path", "text_encoder_path", "nvidia_smi"):
@@ -114,7 +115,8 @@ def _prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dic
     return existing, request
 
 
-def _drive(ws: Workspace, store: Store, run: Run, request: RunRequest, approve: bool) -> int:
+def _drive(ws: Workspace, store: Store, run: Run, request: RunRequest, approve: bool,
+           options: dict[str, Any] | None = None) -> int:
     from phases import PHASES  # the registry is handed to the engine here, not imported by it
 
     def on_event(message: str, level: str, phase: str | None) -> None:
@@ -122,7 +124,7 @@ def _drive(ws: Workspace, store: Store, run: Run, request: RunRequest, approve: 
 
     store.update_request(run.id, request.model_dump(mode="json"))
     backend = make_backend(request.backend, trainer_root=request.trainer_root, surface=request.surface)
-    runner = Runner(store, ws, PHASES, backend=backend, on_event=on_event)
+    runner = Runner(store, ws, PHASES, backend=backend, on_event=on_event, options=options)
     report = runner.drive(run, request)
     if report.outcome is Outcome.AWAITING_APPROVAL and approve:
         subject, _ = approve_plan(store, run, approved_by="run --approve")
@@ -136,6 +138,10 @@ def _drive(ws: Workspace, store: Store, run: Run, request: RunRequest, approve: 
                       + "; ".join(report.approval_blockers) + ")", markup=False)
         out.print(f"  ltx-pipeline approve {target}\n  ltx-pipeline resume {target}", markup=False)
         return EXIT_APPROVAL_GATE
+    if report.outcome is Outcome.DETACHED:
+        out.print(f"Run {run.name} goes on without this process. Re-attach: ltx-pipeline resume {target}; "
+                  f"stop it: ltx-pipeline stop {target}; check it: ltx-pipeline status {target}", markup=False)
+        return EXIT_OK
     out.print(f"Run {run.name} finished every phase available in this version.", markup=False)
     return EXIT_OK
 
@@ -167,15 +173,17 @@ def run(
     accept_risk: Annotated[bool | None, typer.Option("--accept-risk", help="Continue below 32 GB.")] = None,
     fresh_preprocess: Annotated[bool | None, typer.Option(
         "--fresh-preprocess", help="Ignore an existing .precomputed; preprocess into the run's folder.")] = None,
+    headroom: Annotated[float | None, typer.Option(help="Autotune VRAM headroom (default 0.05).")] = None,
     approve: Annotated[bool, typer.Option("--approve", help="Approve the plan as soon as it is written.")] = False,
+    detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
 ) -> int:
     """Create (or update) a run and drive it: probe, plan, then stop for approval."""
     options = _request_options(dataset, mode, training_mode, strategy, buckets, rank, steps, learning_rate,
                                effective_batch, trigger, trainer_root, model_path, text_encoder_path, backend,
-                               assume_gpu, nvidia_smi, accept_risk, surface, fresh_preprocess)
+                               assume_gpu, nvidia_smi, accept_risk, surface, fresh_preprocess, headroom)
     ws, store = _open(workspace)
     run_row, request = _prepare_run(ws, store, run_name, _with_request_file(request_file, options))
-    return _drive(ws, store, run_row, request, approve)
+    return _drive(ws, store, run_row, request, approve, {"detach": detach})
 
 
 @app.command()
@@ -203,6 +211,9 @@ def init(
 def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
            accept_risk: Annotated[bool | None, typer.Option("--accept-risk", help="Continue below 32 GB.")] = None,
            approve: Annotated[bool, typer.Option("--approve", help="Approve the plan once written.")] = False,
+           detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
+           apply_fix: Annotated[bool, typer.Option("--apply-fix", help="Apply the fix proposed for the last "
+                                                   "failure (shown by status) before retrying.")] = False,
            ) -> int:
     """Continue a run where it stopped, re-running only what changed (run.yaml is re-read)."""
     ws, store = _open(workspace)
@@ -210,7 +221,7 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
     if store.get_run(name) is None:
         raise BadRequest(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
     run_row, request = _prepare_run(ws, store, name, {"accept_risk": True} if accept_risk else {})
-    return _drive(ws, store, run_row, request, approve)
+    return _drive(ws, store, run_row, request, approve, {"detach": detach, "apply_fix": apply_fix})
 
 
 @app.command("approve")

@@ -33,6 +33,8 @@ class RunContext:
     approved: bool = False
     _narrator: Narrator | None = None
     phase: str = ""
+    journal: Any = None  # RunJournal: the records this phase may write (processes, metrics, checkpoints)
+    options: Mapping[str, Any] = field(default_factory=dict)  # per-invocation choices (detach, apply_fix...)
 
     def output(self, phase: str) -> dict[str, Any]:
         """A deep copy of the stored outputs of an upstream phase that has succeeded."""

@@ -25,11 +25,14 @@ class PhaseResult:
         approval_subject: set by a phase that produces something the user must approve (the plan):
             a content digest; no later phase runs until that exact digest is approved.
         approval_blockers: reasons approval must be refused for now (missing prerequisites).
+        pending: the phase handed work to a process that goes on without the engine (a detached
+            training): the drive stops here, and the next ``resume`` re-enters the phase to re-attach.
     """
 
     outputs: dict[str, Any]
     approval_subject: str | None = None
     approval_blockers: list[str] = field(default_factory=list)
+    pending: bool = False
 
 
 @runtime_checkable

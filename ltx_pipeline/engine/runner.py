@@ -18,6 +18,7 @@ from typing import Any
 
 from ltx_pipeline.engine.context import RunContext
 from ltx_pipeline.engine.fingerprint import describe_changes, digest
+from ltx_pipeline.engine.journal import RunJournal
 from ltx_pipeline.engine.lock import DriverLock
 from ltx_pipeline.engine.machine import RunLifecycle
 from ltx_pipeline.engine.phase import Phase, PhaseResult
@@ -33,6 +34,7 @@ EventSink = Callable[[str, str, str | None], None]  # (message, level, phase)
 class Outcome(Enum):
     FINISHED = "finished"
     AWAITING_APPROVAL = "awaiting_approval"
+    DETACHED = "detached"  # a phase left work running outside the engine (resume re-attaches)
 
 
 @dataclass
@@ -51,12 +53,13 @@ class Runner:
     """Drives one run through ``phases`` against ``store``."""
 
     def __init__(self, store: Store, workspace: Workspace, phases: Sequence[Phase], *, backend: Any = None,
-                 on_event: EventSink | None = None) -> None:
+                 on_event: EventSink | None = None, options: dict[str, Any] | None = None) -> None:
         self.store = store
         self.workspace = workspace
         self.phases = tuple(phases)
         self.backend = backend
         self.on_event = on_event
+        self.options = dict(options or {})
 
     def drive(self, run: Run, request: Any) -> DriveReport:
         """Run every phase that needs to run, under the run's driver lock.
@@ -105,6 +108,9 @@ class Runner:
                 upstream[phase.name] = result.outputs
                 report.ran.append(phase.name)
                 reran = phase.name
+                if result.pending:
+                    report.outcome = Outcome.DETACHED
+                    return report
             if result.approval_subject:
                 subject = result.approval_subject
                 report.approval_subject = subject
@@ -139,7 +145,8 @@ class Runner:
             self.store.finish_phase(row.id, status="failed", run_state=lifecycle.state, error=cause)
             raise PhaseFailed(phase.name, row.attempt, cause, log_path) from exc
         summary = phase.summary(result.outputs)
-        self.store.finish_phase(row.id, status="succeeded", run_state=lifecycle.state, outputs=result.outputs,
+        self.store.finish_phase(row.id, status="detached" if result.pending else "succeeded",
+                                run_state=lifecycle.state, outputs=result.outputs,
                                 summary=summary, approval_subject=result.approval_subject,
                                 approval_blockers=result.approval_blockers)
         if self.on_event:
@@ -159,7 +166,8 @@ class Runner:
 
         return RunContext(run_name=run.name, workspace=self.workspace.root, paths=self.workspace.run(run.name),
                           request=request, upstream=dict(upstream), backend=self.backend, approved=approved,
-                          _narrator=narrate, phase=phase)
+                          _narrator=narrate, phase=phase, journal=RunJournal(self.store, run.id, phase),
+                          options=self.options)
 
     def _emit(self, run: Run, message: str, level: str, phase: str | None) -> None:
         self.store.record_event(run.id, message, phase=phase, level=level)
@@ -178,6 +186,8 @@ def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], rer
     """Why a phase must run, or None when its finished result still stands."""
     if previous is None:
         return "first run"
+    if previous.status == "detached":
+        return "re-attaching to the work it left running"
     if previous.status != "succeeded":
         return f"previous attempt {previous.attempt} {previous.status.replace('_', ' ')}"
     if previous.fingerprint != fingerprint:

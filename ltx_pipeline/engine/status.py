@@ -32,7 +32,8 @@ def _run_entry(store: Store, workspace: Workspace, run: Run) -> dict[str, Any]:
     latest = store.latest_phase_runs(run.id)
     state = run.state
     if state not in ("new", "awaiting_approval", "gate_stopped", "failed", "finished") and driver is None:
-        state = "interrupted"
+        current = latest.get(state)
+        state = "detached" if current is not None and current.status == "detached" else "interrupted"
     subject_row = next((r for r in reversed(list(latest.values())) if r.approval_subject), None)
     approval = _approval(store, run, subject_row)
     findings = next((r.outputs.get("findings") for r in latest.values() if r.outputs.get("findings")), [])
@@ -80,7 +81,7 @@ def _next_command(workspace: Workspace, run: str, state: str, approval: dict[str
         return f"ltx-pipeline approve {target} && ltx-pipeline resume {target}"
     if state == "gate_stopped":
         return f"ltx-pipeline resume {target} --accept-risk  (or abort)"
-    if state not in ("failed", "interrupted", "new") and state != "":
+    if state not in ("failed", "interrupted", "new", "detached") and state != "":
         return None  # a live driver is working on it
     return f"ltx-pipeline resume {target}"
 

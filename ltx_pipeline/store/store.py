@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine, select
 
 from ltx_pipeline.store.migrate import upgrade
-from ltx_pipeline.store.models import Approval, Event, PhaseRun, Run, utcnow
+from ltx_pipeline.store.models import Approval, Checkpoint, Event, Metric, PhaseRun, Process, Run, utcnow
 
 __all__ = ["Store"]
 
@@ -166,3 +166,72 @@ class Store:
                 select(Approval).where(Approval.run_id == run_id, Approval.subject == subject)
                 .order_by(Approval.id.desc())
             ).first()
+
+    # -- processes, metrics, checkpoints ------------------------------------------------------
+    def add_process(self, process: Process) -> Process:
+        with self._session() as s:
+            s.add(process)
+            s.add(Event(run_id=process.run_id, phase=process.phase, level="info",
+                        message=f"launched {process.kind} (stage {process.stage}) as pid {process.pid}: "
+                                f"{process.printable}"))
+            s.flush()
+            return process
+
+    def update_process(self, process_id: int, **fields: Any) -> Process:
+        with self._session() as s:
+            row = s.get(Process, process_id)
+            for key, value in fields.items():
+                setattr(row, key, value)
+            return row
+
+    def processes(self, run_id: int, kind: str | None = None) -> list[Process]:
+        with self._session() as s:
+            query = select(Process).where(Process.run_id == run_id)
+            if kind is not None:
+                query = query.where(Process.kind == kind)
+            return list(s.exec(query.order_by(Process.id)))
+
+    def add_metrics(self, run_id: int, stage: int, rows: list[dict[str, Any]]) -> int:
+        """Insert step metrics once per (stage, step); a repeated step keeps its latest figures."""
+        if not rows:
+            return 0
+        with self._session() as s:
+            steps = [r["step"] for r in rows]
+            existing = {m.step: m for m in s.exec(select(Metric).where(
+                Metric.run_id == run_id, Metric.stage == stage, Metric.step.in_(steps)))}
+            for row in rows:
+                metric = existing.get(row["step"])
+                if metric is None:
+                    metric = Metric(run_id=run_id, stage=stage, step=row["step"])
+                    existing[row["step"]] = metric
+                    s.add(metric)
+                for key in ("loss", "learning_rate", "step_time_s", "clean"):
+                    if key in row:
+                        setattr(metric, key, row[key])
+            return len(rows)
+
+    def metrics(self, run_id: int, stage: int | None = None) -> list[Metric]:
+        with self._session() as s:
+            query = select(Metric).where(Metric.run_id == run_id)
+            if stage is not None:
+                query = query.where(Metric.stage == stage)
+            return list(s.exec(query.order_by(Metric.stage, Metric.step)))
+
+    def add_checkpoint(self, run_id: int, stage: int, step: int, weights_path: str, state_path: str | None) -> bool:
+        """Record a checkpoint pair once; returns False when it was already known."""
+        with self._session() as s:
+            found = s.exec(select(Checkpoint).where(Checkpoint.run_id == run_id, Checkpoint.stage == stage,
+                                                    Checkpoint.step == step)).first()
+            if found is not None:
+                found.weights_path, found.state_path = weights_path, state_path
+                return False
+            s.add(Checkpoint(run_id=run_id, stage=stage, step=step, weights_path=weights_path,
+                             state_path=state_path))
+            return True
+
+    def checkpoints(self, run_id: int, stage: int | None = None) -> list[Checkpoint]:
+        with self._session() as s:
+            query = select(Checkpoint).where(Checkpoint.run_id == run_id)
+            if stage is not None:
+                query = query.where(Checkpoint.stage == stage)
+            return list(s.exec(query.order_by(Checkpoint.stage, Checkpoint.step)))
