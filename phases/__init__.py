@@ -3,12 +3,15 @@ built yet are simply absent. Each module exports one ``PHASE`` satisfying ``engi
 named as the phase is in the database and the CLI output.
 """
 
+from phases.autotune import PHASE as AUTOTUNE
 from phases.config_patch import PHASE as CONFIG_PATCH
 from phases.data_check import PHASE as DATA_CHECK
+from phases.monitor import PHASE as MONITOR
 from phases.plan import PHASE as PLAN
 from phases.probe import PHASE as PROBE
+from phases.train import PHASE as TRAIN
 from phases.validate import PHASE as VALIDATE
 
-PHASES = (PROBE, PLAN, DATA_CHECK, CONFIG_PATCH, VALIDATE)
+PHASES = (PROBE, PLAN, DATA_CHECK, CONFIG_PATCH, VALIDATE, AUTOTUNE, TRAIN, MONITOR)
 
 __all__ = ["PHASES"]

@@ -15,7 +15,8 @@ __all__ = ["BACKEND_NAMES", "DISTRIBUTED_MODES", "LaunchSpec", "TrainerBackend",
 BACKEND_NAMES = ("ltx", "reference", "simulated")
 
 
-def make_backend(name: str, *, trainer_root: str | None = None, surface: str | None = None) -> TrainerBackend:
+def make_backend(name: str, *, trainer_root: str | None = None, surface: str | None = None,
+                 assume_gpu: str | None = None) -> TrainerBackend:
     """Build the backend a run asked for.
 
     Raises:
@@ -29,7 +30,9 @@ def make_backend(name: str, *, trainer_root: str | None = None, surface: str | N
     if name == "reference":
         from ltx_pipeline.backends.reference import ReferenceBackend
 
-        return ReferenceBackend()
+        # An assumed GPU's memory becomes the toy's device capacity (scaled; see ReferenceBackend).
+        capacity = _assumed_memory_mib(assume_gpu) if assume_gpu else None
+        return ReferenceBackend(capacity_mib=capacity)
     if name == "simulated":
         if not surface:
             raise BadRequest("The simulated backend needs a cost surface", where="--surface",
@@ -38,3 +41,11 @@ def make_backend(name: str, *, trainer_root: str | None = None, surface: str | N
 
         return SimulatedBackend(Path(surface))
     raise BadRequest(f"Unknown backend {name!r}", where="--backend", fix="choose ltx, reference or simulated")
+
+
+def _assumed_memory_mib(spec: str) -> int | None:
+    parts = [p.strip() for p in spec.split(",")]
+    try:
+        return int(parts[1].split()[0])
+    except (IndexError, ValueError):
+        return None  # the probe reports a malformed --assume-gpu with its own one-line error

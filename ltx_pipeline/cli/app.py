@@ -14,7 +14,10 @@ import typer
 from rich.console import Console
 
 from ltx_pipeline.backends import make_backend
+from ltx_pipeline.cli.bench import bench_app
 from ltx_pipeline.cli.render import print_event, print_json, render_status
+from ltx_pipeline.cli.training import TrainingProgressBar
+from ltx_pipeline.cli.training import stop as stop_command
 from ltx_pipeline.engine import Outcome, Runner, approve_plan
 from ltx_pipeline.engine.status import status_report
 from ltx_pipeline.errors import EXIT_APPROVAL_GATE, EXIT_OK, BadRequest
@@ -123,13 +126,19 @@ def _drive(ws: Workspace, store: Store, run: Run, request: RunRequest, approve: 
         print_event(out if level in ("info", "result") else err, message, level, phase)
 
     store.update_request(run.id, request.model_dump(mode="json"))
-    backend = make_backend(request.backend, trainer_root=request.trainer_root, surface=request.surface)
-    runner = Runner(store, ws, PHASES, backend=backend, on_event=on_event, options=options)
-    report = runner.drive(run, request)
-    if report.outcome is Outcome.AWAITING_APPROVAL and approve:
-        subject, _ = approve_plan(store, run, approved_by="run --approve")
-        out.print(f"Plan {subject[:19]}… approved by --approve.", markup=False)
+    backend = make_backend(request.backend, trainer_root=request.trainer_root, surface=request.surface,
+                           assume_gpu=request.assume_gpu)
+    bar = TrainingProgressBar(out)
+    runner = Runner(store, ws, PHASES, backend=backend, on_event=on_event,
+                    options={**(options or {}), "on_progress": bar})
+    try:
         report = runner.drive(run, request)
+        if report.outcome is Outcome.AWAITING_APPROVAL and approve:
+            subject, _ = approve_plan(store, run, approved_by="run --approve")
+            out.print(f"Plan {subject[:19]}… approved by --approve.", markup=False)
+            report = runner.drive(run, request)
+    finally:
+        bar.close()
     target = f"--workspace {ws.root} --run {run.name}"
     if report.outcome is Outcome.AWAITING_APPROVAL:
         out.print(f"Stopped at the approval gate. Read {ws.run(run.name).plan_file}, then:", markup=False)
@@ -142,7 +151,7 @@ def _drive(ws: Workspace, store: Store, run: Run, request: RunRequest, approve: 
         out.print(f"Run {run.name} goes on without this process. Re-attach: ltx-pipeline resume {target}; "
                   f"stop it: ltx-pipeline stop {target}; check it: ltx-pipeline status {target}", markup=False)
         return EXIT_OK
-    out.print(f"Run {run.name} finished every phase available in this version.", markup=False)
+    out.print(f"Run {run.name} finished: see {ws.run(run.name).outputs / 'run-summary.md'}", markup=False)
     return EXIT_OK
 
 
@@ -243,12 +252,18 @@ def approve_cmd(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> int:
 def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
            as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
     """Show every run and phase, the approval state and the next command (read-only, no lock)."""
+    from ltx_pipeline.steps.follow import log_summary  # reads trainer logs; no torch or optuna
+
     ws, store = _open(workspace, create=False)
-    report = status_report(store, ws, run_name)
+    report = status_report(store, ws, run_name, log_summary=log_summary)
     if run_name and not report["runs"]:
         raise BadRequest(f"No run named {run_name!r} in {ws.root}", where="--run", fix="omit --run to list all")
     print_json(out, report) if as_json else render_status(out, report)
     return EXIT_OK
+
+
+app.command("stop")(stop_command)
+app.add_typer(bench_app, name="bench")
 
 
 def _latest_run_name(store: Store) -> str:

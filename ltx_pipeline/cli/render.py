@@ -74,5 +74,32 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
         console.print(line, markup=False, highlight=False)
     if run["driver"]:
         console.print(f"  driver: pid {run['driver']['pid']} since {run['driver']['since']}", markup=False)
+    if run.get("autotune"):
+        _render_autotune(console, run["autotune"])
+    if run.get("training"):
+        from ltx_pipeline.cli.training import render_live
+
+        render_live(console, run["training"])
     if run["next_command"]:
         console.print(f"  next: {run['next_command']}", markup=False, highlight=False)
+
+
+def _render_autotune(console: Console, sweep: dict[str, Any]) -> None:
+    table = Table(title=f"Autotune ({sweep['study']})", title_justify="left")
+    for column in ("#", "knobs", "outcome", "s/step", "peak GB", "val. peak GB", "seconds", "reason"):
+        table.add_column(column, overflow="fold")
+    for t in sweep["trials"]:
+        knobs = ", ".join(f"{k}={v}" for k, v in (t["knobs"] or {}).items())
+        table.add_row(str(t["number"]), knobs, t["outcome"] or "", _num(t["step_time_s"]), _num(t["peak_vram_gb"]),
+                      _num(t["validation_peak_vram_gb"]), _num(t["seconds"]), t["reason"] or "")
+    for p in sweep["pruned"]:
+        knobs = ", ".join(f"{k}={v}" for k, v in (p.get("knobs") or {}).items())
+        table.add_row("-", knobs, "pruned", "", "", "", "", p.get("reason", ""))
+    console.print(table)
+    if sweep.get("winner"):
+        console.print(f"  winner: {sweep['winner']} (changes: {sweep.get('deltas') or 'none'})", markup=False,
+                      highlight=False)
+
+
+def _num(value: Any) -> str:
+    return "" if value is None else f"{value:.2f}"

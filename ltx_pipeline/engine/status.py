@@ -12,21 +12,28 @@ import os
 import socket
 from typing import Any
 
+from ltx_pipeline.engine.live import live_training
 from ltx_pipeline.store import PhaseRun, Run, Store
 from ltx_pipeline.workspace import Workspace
 
 __all__ = ["driver_alive", "status_report"]
 
 
-def status_report(store: Store | None, workspace: Workspace, run_name: str | None = None) -> dict[str, Any]:
-    """All runs of the workspace (or one), ready for a table or ``--json``."""
+def status_report(store: Store | None, workspace: Workspace, run_name: str | None = None, *,
+                  log_summary: Any = None) -> dict[str, Any]:
+    """All runs of the workspace (or one), ready for a table or ``--json``.
+
+    ``log_summary`` reads a trainer log's tail (the CLI hands in ``steps.follow.log_summary``; the
+    engine knows no log formats).
+    """
     runs = store.list_runs() if store else []
     if run_name is not None:
         runs = [r for r in runs if r.name == run_name]
-    return {"workspace": str(workspace.root), "runs": [_run_entry(store, workspace, r) for r in runs]}
+    return {"workspace": str(workspace.root),
+            "runs": [_run_entry(store, workspace, r, log_summary) for r in runs]}
 
 
-def _run_entry(store: Store, workspace: Workspace, run: Run) -> dict[str, Any]:
+def _run_entry(store: Store, workspace: Workspace, run: Run, log_summary: Any = None) -> dict[str, Any]:
     paths = workspace.run(run.name)
     driver = driver_alive(paths.lock_file)
     latest = store.latest_phase_runs(run.id)
@@ -48,9 +55,22 @@ def _run_entry(store: Store, workspace: Workspace, run: Run) -> dict[str, Any]:
         "phases": [_phase_entry(row) for row in latest.values()],
         "approval": approval,
         "findings": findings,
+        "training": live_training(store, run, log_summary=log_summary),
+        "autotune": _autotune(latest.get("autotune")),
         "warnings": warnings[-10:],
         "next_command": _next_command(workspace, run.name, state, approval),
     }
+
+
+def _autotune(row: PhaseRun | None) -> dict[str, Any] | None:
+    """The sweep's trials and pruned configs, as the autotune phase stored them."""
+    if row is None or not row.outputs.get("trials"):
+        return None
+    keys = ("number", "knobs", "outcome", "fits", "step_time_s", "peak_vram_gb", "validation_peak_vram_gb",
+            "seconds", "reason")
+    return {"study": row.outputs.get("study"), "winner": row.outputs.get("winner"),
+            "deltas": row.outputs.get("deltas"), "trials": [{k: t.get(k) for k in keys} for t in row.outputs["trials"]],
+            "pruned": row.outputs.get("pruned", [])}
 
 
 def _phase_entry(row: PhaseRun) -> dict[str, Any]:

@@ -36,7 +36,7 @@ def start(cli, workspace: Path, dataset: Path, smi: str, prereqs: dict[str, str]
 
 
 def test_run_stops_at_the_gate_then_approve_and_resume_finish(cli, workspace, clips_dataset, fake_smi,
-                                                              ltx_prereqs) -> None:
+                                                              ltx_prereqs, until_validate) -> None:
     code, out, err = start(cli, workspace, clips_dataset, fake_smi(H100_SMI), ltx_prereqs)
     assert code == 3, err
     assert f"ltx-pipeline approve --workspace {workspace.resolve()} --run r1" in out
@@ -211,7 +211,7 @@ def set_writable(root: Path, writable: bool) -> None:
 
 
 def test_read_only_trainer_checkout_and_dataset_are_never_touched(cli, workspace, clips_dataset, fake_smi,
-                                                                  ltx_prereqs) -> None:
+                                                                  ltx_prereqs, until_validate) -> None:
     roots = [Path(ltx_prereqs["trainer_root"]), clips_dataset.parent]
     before = [snapshot(r) for r in roots]
     for root in roots:

@@ -14,7 +14,7 @@ from tests.conftest import H100_SMI, H100_X4_SMI, make_tree
 
 
 @pytest.fixture
-def run_cli(capsys, workspace, fake_smi, ltx_prereqs):
+def run_cli(capsys, workspace, fake_smi, ltx_prereqs, until_validate):
     def invoke(dataset: Path, *extra: str, smi: str = H100_SMI) -> tuple[int, str, str]:
         args = ["run", "--workspace", str(workspace), "--run", "r1", "--dataset", str(dataset), "--nvidia-smi",
                 fake_smi(smi), "--approve", *extra]

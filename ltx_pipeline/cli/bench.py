@@ -1,0 +1,185 @@
+"""``ltx-pipeline bench autotune --surface FILE [--json]``: what a sweep costs, beside the alternatives.
+
+Owns the ``bench`` Typer sub-app (the lead registers it with ``app.add_typer(bench_app, name="bench")``).
+``autotune`` creates a throw-away run on the ``simulated`` backend for one cost surface (a tiny
+generated metadata dataset, the surface's GPU, ``--approve``), drives it through the same code
+path as ``run`` up to and including the autotune phase, then reports what the sweep chose and
+spent (simulated GPU seconds, summed from each trial's ``simulated_cost.json``) next to the
+exhaustive optimum and the official skill's greedy procedure computed from the surface alone.
+Benchmarks report; they assert nothing about time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ltx_pipeline.errors import EXIT_OK, BadInput
+
+__all__ = ["bench_app", "bench_autotune"]
+
+bench_app = typer.Typer(name="bench", add_completion=False, no_args_is_help=True,
+                        help="Benchmarks that report figures (they assert nothing).")
+out = Console(highlight=False, soft_wrap=True)
+
+
+def bench_autotune(surface_file: Path, *, keep: Path | None = None, on_event: Any = None) -> dict[str, Any]:
+    """Run autotune on a throw-away simulated run for ``surface_file`` and return the figures.
+
+    Args:
+        surface_file: the cost surface YAML.
+        keep: a folder to use as the workspace (kept); default a temporary folder, removed afterwards.
+        on_event: the runner's event sink (None: silent).
+    """
+    from ltx_pipeline.backends.surface import load_surface
+
+    surface_path = surface_file.expanduser().resolve()
+    surface = load_surface(surface_path)
+    if keep is not None:
+        return _bench(surface_path, surface, keep, on_event)
+    with tempfile.TemporaryDirectory(prefix="ltx-bench-") as tmp:
+        return _bench(surface_path, surface, Path(tmp), on_event)
+
+
+def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any) -> dict[str, Any]:
+    from ltx_pipeline.backends import make_backend
+    from ltx_pipeline.engine import Outcome, Runner, approve_plan
+    from ltx_pipeline.ltx.autotune_baselines import exhaustive_optimum, skill_greedy
+    from ltx_pipeline.ltx.autotune_space import search_space
+    from ltx_pipeline.request import build_request
+    from ltx_pipeline.store import Store
+    from ltx_pipeline.workspace import Workspace, atomic_write
+
+    data = root / "data"
+    rows = [{"caption": f"bench clip {i}", "video": f"videos/clip{i}.mp4"} for i in range(4)]
+    for i in range(len(rows)):
+        atomic_write(data / "videos" / f"clip{i}.mp4", b"\x00" * 64)
+    atomic_write(data / "dataset.json", json.dumps(rows))
+    ws = Workspace.at(root / "workspace")
+    ws.create()
+    store = Store.open(ws.db_file)
+    request = build_request({"dataset": str(data / "dataset.json"), "backend": "simulated",
+                             "surface": str(surface_path), "strategy": _strategy(surface_path),
+                             **_buckets(surface_path),
+                             "effective_batch": surface.effective_batch * surface.gpu.count})
+    run = store.create_run("bench", request.model_dump(mode="json"))
+    backend = make_backend("simulated", surface=str(surface_path))
+    runner = Runner(store, ws, _phases_through_autotune(), backend=backend,
+                    on_event=on_event or (lambda *_: None), options={})
+    report = runner.drive(run, request)
+    if report.outcome is Outcome.AWAITING_APPROVAL:
+        approve_plan(store, run, approved_by="bench")
+        runner.drive(run, request)
+    outputs = store.latest_phase_runs(run.id)["autotune"].outputs
+    recipe = store.latest_phase_runs(run.id)["plan"].outputs["recipe"]
+    seconds = 0.0
+    for trial in outputs["trials"]:
+        cost = Path(trial["log"]).parent / "outputs" / "simulated_cost.json"
+        if cost.is_file():
+            seconds += float(json.loads(cost.read_text(encoding="utf-8"))["gpu_seconds"])
+    effective, headroom = outputs["effective_batch"], outputs["headroom"]
+    space = search_space(store.latest_phase_runs(run.id)["probe"].outputs["tier"]["base"], effective,
+                         any(len(s["buckets"]) > 1 for s in recipe["stages"]), outputs["baseline"])
+    best, optimum = exhaustive_optimum(surface, space, headroom, effective)
+    skill = skill_greedy(surface, outputs["baseline"], effective, headroom,
+                         multi_bucket=any(len(s["buckets"]) > 1 for s in recipe["stages"]))
+    objective = outputs["objective"]
+    return {
+        "surface": str(surface_path), "gpu": surface.gpu.name, "capacity_gb": round(surface.capacity_gb, 2),
+        "chosen": outputs["winner"], "objective": objective, "trials_run": len(outputs["trials"]),
+        "trials_oom": sum(1 for t in outputs["trials"] if t["outcome"].startswith("oom")),
+        "trial_seconds": round(seconds, 1), "pruned": len(outputs["pruned"]), "study": outputs["study"],
+        "exhaustive": {"chosen": best, "objective": optimum},
+        "skill": {"chosen": skill["chosen"], "trials_run": skill["trials_run"], "trials_oom": skill["trials_oom"],
+                  "trial_seconds": round(skill["trial_seconds"], 1), "objective": skill["objective"]},
+        "seconds_vs_skill": _ratio(seconds, skill["trial_seconds"]),
+        "objective_vs_optimum": _ratio(objective, optimum),
+        "skill_objective_vs_optimum": _ratio(skill["objective"], optimum),
+    }
+
+
+def _phases_through_autotune() -> tuple[Any, ...]:
+    """The registry up to and including autotune (a bench never trains)."""
+    from phases import PHASES
+
+    names = [p.name for p in PHASES]
+    if "autotune" in names:
+        return tuple(PHASES[: names.index("autotune") + 1])
+    from phases.autotune import PHASE as AUTOTUNE  # not registered yet: it runs right after validate
+
+    at = names.index("validate") + 1
+    return (*PHASES[:at], AUTOTUNE)
+
+
+def _surface_plan(surface_path: Path) -> dict[str, Any]:
+    import yaml
+
+    data = yaml.safe_load(surface_path.read_text(encoding="utf-8")) or {}
+    return data.get("plan") or {}
+
+
+def _strategy(surface_path: Path) -> str:
+    """A multi-bucket surface (its name says so, or its ``plan.strategy``) benches a mixed plan."""
+    plan = _surface_plan(surface_path)
+    if plan.get("strategy"):
+        return str(plan["strategy"])
+    return "mixed" if "multibucket" in surface_path.stem.replace("-", "").replace("_", "") else "single"
+
+
+def _buckets(surface_path: Path) -> dict[str, str]:
+    plan = _surface_plan(surface_path)
+    return {"buckets": str(plan["buckets"])} if plan.get("buckets") else {}
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or not math.isfinite(a) or not math.isfinite(b) or b == 0:
+        return None
+    return round(a / b, 3)
+
+
+def _knobs(knobs: dict[str, Any] | None) -> str:
+    if not knobs:
+        return "-"
+    from ltx_pipeline.ltx.autotune_strategy import format_knobs
+
+    return format_knobs(knobs)
+
+
+@bench_app.command("autotune")
+def autotune_cmd(
+    surface: Annotated[Path, typer.Option("--surface", help="Cost surface YAML (see the README).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> int:
+    """Run autotune on a throw-away simulated run and compare it with the optimum and the skill."""
+    if not surface.expanduser().is_file():
+        raise BadInput(f"{surface} does not exist", where="--surface", fix="pass a cost surface YAML file")
+    figures = bench_autotune(surface)
+    if as_json:
+        out.print_json(json.dumps(figures, default=str))
+        return EXIT_OK
+    table = Table(title=f"autotune on {Path(figures['surface']).name} ({figures['gpu']})")
+    for column in ("", "chosen", "s / optimizer step", "trials", "OOM", "GPU seconds"):
+        table.add_column(column)
+    table.add_row("ltx-pipeline", _knobs(figures["chosen"]), _fmt(figures["objective"]), str(figures["trials_run"]),
+                  str(figures["trials_oom"]), f"{figures['trial_seconds']:.0f} ({figures['pruned']} pruned)")
+    skill = figures["skill"]
+    table.add_row("skill (greedy)", _knobs(skill["chosen"]), _fmt(skill["objective"]), str(skill["trials_run"]),
+                  str(skill["trials_oom"]), f"{skill['trial_seconds']:.0f}")
+    table.add_row("exhaustive optimum", _knobs(figures["exhaustive"]["chosen"]),
+                  _fmt(figures["exhaustive"]["objective"]), "-", "-", "-")
+    out.print(table)
+    out.print(f"GPU seconds vs the skill: {_fmt(figures['seconds_vs_skill'])}; objective vs the optimum: "
+              f"{_fmt(figures['objective_vs_optimum'])} (skill: {_fmt(figures['skill_objective_vs_optimum'])})",
+              markup=False)
+    return EXIT_OK
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.3f}"

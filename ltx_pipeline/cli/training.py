@@ -1,0 +1,116 @@
+"""CLI pieces for a training: the ``stop`` command, the live progress bar, the status section.
+
+``stop`` works with no driver running and while one follows the trainer: it marks the process as
+stopped by the user, then sends SIGINT to the trainer's process group, SIGTERM and SIGKILL after
+timeouts; a follower that sees the end reads the mark and records a stop, not a failure.
+``TrainingProgressBar`` is the ``on_progress`` callback the train phase feeds while following
+(step/total, loss, s/step, ETA). ``render_live`` prints ``status``'s live-training dict.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+
+from ltx_pipeline.engine.journal import RunJournal
+from ltx_pipeline.errors import EXIT_OK, BadRequest
+from ltx_pipeline.steps.follow import Snapshot, request_stop
+from ltx_pipeline.store import Store
+from ltx_pipeline.workspace import Workspace
+
+__all__ = ["TrainingProgressBar", "render_live", "stop"]
+
+out = Console(highlight=False, soft_wrap=True)
+
+
+def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
+         run_name: Annotated[str | None, typer.Option("--run", "-r", help="Run name.")] = None,
+         interrupt_timeout: Annotated[float, typer.Option(help="Seconds to wait after SIGINT.")] = 30.0,
+         terminate_timeout: Annotated[float, typer.Option(help="Seconds to wait after SIGTERM.")] = 15.0) -> int:
+    """Stop the run's training: SIGINT to its process group, then SIGTERM, then SIGKILL."""
+    ws = Workspace.at(workspace)
+    if not ws.db_file.exists():
+        raise BadRequest(f"No workspace database in {ws.root}", where="--workspace", fix="pass the run's workspace")
+    store = Store.open(ws.db_file)
+    runs = store.list_runs()
+    run = store.get_run(run_name) if run_name else max(runs, key=lambda r: r.updated_at, default=None)
+    if run is None:
+        raise BadRequest(f"No run named {run_name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
+    journal = RunJournal(store, run.id, "train")
+    handle = journal.live("train")
+    if handle is None:
+        out.print(f"No trainer of run {run.name} is running; nothing to stop.", markup=False)
+        return EXIT_OK
+    request_stop(handle, ws.root)
+    out.print(f"Stopping stage {handle.stage} of run {run.name} (pid {handle.pid}): SIGINT, then SIGTERM after "
+              f"{interrupt_timeout:g} s, SIGKILL after {terminate_timeout:g} s more...", markup=False)
+    how = journal.stop(handle, interrupt_timeout=interrupt_timeout, terminate_timeout=terminate_timeout)
+    journal.event(f"training stage {handle.stage} stopped by the user ({how})", level="warning")
+    out.print(f"Stopped ({how}). Continue from the newest checkpoint with: ltx-pipeline resume --workspace "
+              f"{ws.root} --run {run.name}", markup=False)
+    return EXIT_OK
+
+
+class TrainingProgressBar:
+    """A rich progress bar fed by the train phase's follower snapshots; ``close()`` when done."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=40), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[info]}"), console=console or out, transient=False)
+        self.tasks: dict[int, TaskID] = {}
+        self.started = False
+
+    def __call__(self, snapshot: Snapshot) -> None:
+        if not self.started:
+            self.progress.start()
+            self.started = True
+        task = self.tasks.get(snapshot.stage)
+        if task is None:
+            task = self.progress.add_task(f"stage {snapshot.stage}/{snapshot.stages}", total=snapshot.total,
+                                          info="starting...")
+            self.tasks[snapshot.stage] = task
+        self.progress.update(task, completed=snapshot.step or 0, total=snapshot.total, info=_info(snapshot))
+
+    def close(self) -> None:
+        if self.started:
+            self.progress.stop()
+            self.started = False
+
+
+def _info(snapshot: Snapshot) -> str:
+    parts = [f"loss {snapshot.loss:.4f}" if snapshot.loss is not None else "loss -"]
+    parts.append(f"{snapshot.step_time_s:.2f} s/step" if snapshot.step_time_s else "measuring step time...")
+    if snapshot.eta_s is not None:
+        minutes, seconds = divmod(int(snapshot.eta_s), 60)
+        parts.append(f"ETA {minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"ETA {minutes}m {seconds:02d}s")
+    if snapshot.stalled:
+        parts.append("STALLED")
+    if not snapshot.alive:
+        parts.append("trainer ended")
+    return " | ".join(parts)
+
+
+def render_live(console: Console, live: dict[str, Any] | None) -> None:
+    """The compact live-training block of ``status`` (five lines, as the skill reports it)."""
+    if not live:
+        return
+    state = "STALLED (no log output)" if live["stalled"] else live["state"].upper()
+    step = (f"step {live['step']}/{live['total']} ({live['percent']}%)" if live["total"]
+            else f"step {live['step'] if live['step'] is not None else '-'}")
+    losses = ", ".join(f"{loss:.4f}" for loss in live["last_losses"]) or "-"
+    lines = [f"  training stage {live['stage']}/{live['stages']}: {state} (pid {live['pid']}); {step}; "
+             f"last losses: {losses}"]
+    gpus = "; ".join(f"GPU {g['index']} {g['utilization_pct']}% {g['memory_used_mib']}/{g['memory_total_mib']} MiB"
+                     for g in live.get("gpus") or [])
+    lines.append(f"  ETA: {live['eta']}" + (f"; {gpus}" if gpus else ""))
+    lines.append(f"  latest checkpoint: {live['latest_checkpoint'] or '-'}")
+    lines.append(f"  latest sample: {live['latest_sample'] or '-'}")
+    lines.append(f"  W&B: {live['wandb_url'] or '-'}")
+    if live.get("last_log_line"):
+        lines.append(f"  last log line: {live['last_log_line']}")
+    for line in lines:
+        console.print(line, markup=False, highlight=False)

@@ -1,0 +1,149 @@
+"""The live-training section of ``status``: read-only, from the store, the files and the OS.
+
+For a run with recorded train processes: stage k/N, the trainer's liveness checked here (pid plus
+start time, never a "running" row on trust: a trainer that is gone without a recorded exit is
+**crashed**, shown with its last log line), step/total, last losses, ETA from steady-state step
+times only ("measuring step time..." until two clean samples exist), GPU utilisation and memory
+now (nvidia-smi, best effort, short timeout, omitted when absent), latest checkpoint and sample,
+W&B URL, and "stalled" when the log has not grown for the stall threshold. The engine knows no
+log format: the caller hands in ``log_summary`` (``ltx_pipeline.steps.follow.log_summary``) to
+read the log's tail; without it, the figures come from the metrics the follower stored.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ltx_pipeline.engine.processes import exit_record, is_alive
+from ltx_pipeline.store import Run, Store
+
+__all__ = ["gpu_now", "live_training"]
+
+LogSummary = Callable[[Path], dict[str, Any]]
+_STALL_ENV = "LTX_PIPELINE_STALL_SECONDS"
+_SAMPLES = (".mp4", ".png", ".wav", ".gif")
+
+
+def live_training(store: Store, run: Run, *, log_summary: LogSummary | None = None,
+                  query_gpus: bool = True) -> dict[str, Any] | None:
+    """The live-training dict for ``run``, or None when it never launched a trainer."""
+    processes = store.processes(run.id, "train")
+    if not processes:
+        return None
+    latest = store.latest_phase_runs(run.id)
+    configs = (latest["config_patch"].outputs.get("configs") or []) if "config_patch" in latest else []
+    process = processes[-1]
+    stage = process.stage
+    output_dir = next((Path(c["output_dir"]) for c in configs if c.get("stage") == stage), None)
+    state, exit_code = _liveness(process)
+    log = Path(process.log_path)
+    summary = log_summary(log) if log_summary else {}
+    metrics = [m for m in store.metrics(run.id, stage)]
+    step = summary.get("step") if summary.get("step") is not None else (metrics[-1].step if metrics else None)
+    total = summary.get("total")
+    losses = summary.get("last_losses") or [m.loss for m in metrics[-5:] if m.loss is not None]
+    step_time = summary.get("step_time_s") or _steady([m.step_time_s for m in metrics if m.clean])
+    eta = (max(total - step, 0) * step_time) if (step_time and total and step is not None) else None
+    stall_s = _stall_seconds()
+    silent = time.time() - log.stat().st_mtime if log.exists() else None
+    report: dict[str, Any] = {
+        "stage": stage, "stages": max(len(configs), stage), "pid": process.pid, "state": state,
+        "exit_code": exit_code, "log": str(log), "step": step, "total": total,
+        "percent": round(100.0 * step / total, 1) if step is not None and total else None,
+        "last_losses": losses, "step_time_s": step_time,
+        "eta": _eta_text(eta) if eta is not None else "measuring step time...",
+        "latest_checkpoint": _latest_checkpoint(store, run, stage, output_dir),
+        "latest_sample": _latest_sample(output_dir), "wandb_url": summary.get("wandb_url"),
+        "stalled": state == "running" and silent is not None and silent >= stall_s,
+    }
+    if state in ("crashed", "failed", "stopped"):
+        report["last_log_line"] = summary.get("last_line") or _last_line(log)
+    if query_gpus and state == "running":
+        gpus = gpu_now(run.request.get("nvidia_smi"))
+        if gpus:
+            report["gpus"] = gpus
+    return report
+
+
+def _liveness(process: Any) -> tuple[str, int | None]:
+    """running / finished / failed / stopped / crashed, decided from the OS and the supervisor's exit record."""
+    if process.status == "stopped" or process.stopped_by_user:
+        return "stopped", process.exit_code
+    if is_alive(process.pid, process.create_time, process.host):
+        return "running", None
+    record = exit_record(Path(f"{process.log_path}.exit"))
+    if record is None:
+        return "crashed", None  # gone, and its supervisor never wrote how: killed with its group
+    return ("finished" if record["exit_code"] == 0 else "failed"), record["exit_code"]
+
+
+def gpu_now(executable: str | None = None, timeout_s: float = 3.0) -> list[dict[str, Any]]:
+    """Utilisation and memory of each GPU right now; [] when nvidia-smi is absent or fails."""
+    exe = executable or os.environ.get("LTX_PIPELINE_NVIDIA_SMI") or shutil.which("nvidia-smi")
+    if not exe:
+        return []
+    try:
+        done = subprocess.run(  # noqa: S603 - argv list, best effort
+            [exe, "--query-gpu=index,name,utilization.gpu,memory.used,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    gpus = []
+    for line in done.stdout.splitlines() if done.returncode == 0 else []:
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) == 5 and all(f.isdigit() for f in (fields[0], fields[2], fields[3], fields[4])):
+            gpus.append({"index": int(fields[0]), "name": fields[1], "utilization_pct": int(fields[2]),
+                         "memory_used_mib": int(fields[3]), "memory_total_mib": int(fields[4])})
+    return gpus
+
+
+def _steady(samples: list[float | None]) -> float | None:
+    clean = [s for s in samples if s is not None]
+    return statistics.median(clean[-5:]) if len(clean) >= 2 else None
+
+
+def _eta_text(seconds: float) -> str:
+    hours, rest = divmod(int(seconds), 3600)
+    return f"{hours}h {rest // 60:02d}m" if hours else f"{rest // 60}m {rest % 60:02d}s"
+
+
+def _stall_seconds() -> float:
+    try:
+        return float(os.environ.get(_STALL_ENV, "") or 900)
+    except ValueError:
+        return 900.0
+
+
+def _latest_checkpoint(store: Store, run: Run, stage: int, output_dir: Path | None) -> str | None:
+    found: list[tuple[int, str]] = [(c.step, c.weights_path) for c in store.checkpoints(run.id, stage)]
+    if output_dir is not None and (output_dir / "checkpoints").is_dir():
+        for path in (output_dir / "checkpoints").glob("*_weights_step_*.safetensors"):
+            digits = path.stem.rsplit("step_", 1)[-1]
+            if digits.isdigit():
+                found.append((int(digits), str(path)))
+    return max(found)[1] if found else None
+
+
+def _latest_sample(output_dir: Path | None) -> str | None:
+    folder = output_dir / "samples" if output_dir else None
+    if folder is None or not folder.is_dir():
+        return None
+    files = [p for p in folder.iterdir() if p.suffix in _SAMPLES]
+    return str(max(files, key=lambda p: p.name)) if files else None
+
+
+def _last_line(log: Path) -> str | None:
+    try:
+        with log.open("rb") as handle:
+            handle.seek(max(0, log.stat().st_size - 4096))
+            lines = [ln.strip() for ln in handle.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+    except OSError:
+        return None
+    return lines[-1] if lines else None

@@ -1,0 +1,152 @@
+"""The autotune sweep's Optuna study: where every trial is recorded, and how a sweep resumes.
+
+Owns the study in Optuna's standard RDB storage on ``<workspace>/optuna.db`` (a file of its own, so
+its migrations never meet the engine's database; optuna-dashboard opens it as is). The planner
+(``SweepPlanner``) chooses each config; Optuna records it through ask/tell with a fixed,
+enqueued parameter set, one ``CategoricalDistribution`` per knob. Completed trials carry the
+objective (seconds per optimizer step); failed ones the reason; configs settled without a run are
+added as pruned trials with the reason. Every measurement is a user attribute, so a resumed sweep
+rebuilds its planner from the study alone. Optuna is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from ltx_pipeline.ltx.autotune_space import SPACE_KEYS, Knobs
+from ltx_pipeline.ltx.autotune_strategy import Pruned, TrialResult
+
+__all__ = ["ORPHAN_REASON", "ask_trial", "distributions", "fail_orphan", "finished_results", "open_study",
+           "orphans", "record_pruned", "tell_result"]
+
+ORPHAN_REASON = "orphaned: the engine stopped while it ran"
+_MEASURES = ("step_time_s", "peak_vram_gb", "validation_peak_vram_gb", "seconds", "host_ram_gb")
+
+
+def open_study(storage_file: str, run_name: str, inputs_key: str) -> tuple[Any, str]:
+    """The run's study for these inputs: resumed when it exists, else created.
+
+    A study whose inputs differ (the plan, configs or headroom changed) is kept for the record and a
+    new one is named ``<run>-autotune-2``, ``-3``...
+
+    Returns:
+        (study, study name).
+    """
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = optuna.storages.RDBStorage(f"sqlite:///{storage_file}",
+                                         engine_kwargs={"connect_args": {"timeout": 60}})
+    existing = {s.study_name: s for s in optuna.get_all_study_summaries(storage)}
+    index = 1
+    while True:
+        name = f"{run_name}-autotune" + ("" if index == 1 else f"-{index}")
+        summary = existing.get(name)
+        if summary is None:
+            study = optuna.create_study(storage=storage, study_name=name, direction="minimize")
+            study.set_user_attr("inputs", inputs_key)
+            study.set_user_attr("objective", "seconds per optimizer step at the planned effective batch")
+            return study, name
+        if summary.user_attrs.get("inputs") == inputs_key:
+            return optuna.load_study(study_name=name, storage=storage), name
+        index += 1
+
+
+def distributions(space: list[Knobs]) -> dict[str, Any]:
+    """One categorical distribution per knob, its choices as the space spells them."""
+    from optuna.distributions import CategoricalDistribution
+
+    out = {}
+    for key in SPACE_KEYS:
+        choices: list[Any] = []
+        for knobs in space:
+            if knobs[key] not in choices:
+                choices.append(knobs[key])
+        out[key] = CategoricalDistribution(choices)
+    return out
+
+
+def _params(knobs: Knobs) -> dict[str, Any]:
+    return {k: knobs[k] for k in SPACE_KEYS}
+
+
+def ask_trial(study: Any, knobs: Knobs, dists: dict[str, Any]) -> Any:
+    """A RUNNING Optuna trial with exactly ``knobs`` (enqueued, then asked)."""
+    from optuna.trial import TrialState
+
+    params = _params(knobs)
+    waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    if not any(t.params == params for t in waiting):
+        study.enqueue_trial(params)
+    while True:
+        trial = study.ask(dists)
+        if trial.params == params:
+            return trial
+        # A config enqueued by an engine that died before asking it: not this sweep's next trial.
+        trial.set_user_attr("reason", "superseded: enqueued by an engine that stopped before running it")
+        study.tell(trial, state=TrialState.FAIL)
+
+
+def tell_result(study: Any, trial: Any, result: TrialResult, *, fits: bool, objective: float,
+                extra: dict[str, Any]) -> str:
+    """Record a finished trial: COMPLETE with the objective when it fits, else FAIL with the reason."""
+    from optuna.trial import TrialState
+
+    attrs = {"outcome": result.outcome, "reason": result.reason, **{k: getattr(result, k, None) for k in _MEASURES},
+             **extra}
+    for key, value in attrs.items():
+        trial.set_user_attr(key, value)
+    if fits and math.isfinite(objective):
+        study.tell(trial, objective)
+        return "complete"
+    study.tell(trial, state=TrialState.FAIL)
+    return "fail"
+
+
+def record_pruned(study: Any, pruned: list[Pruned], dists: dict[str, Any]) -> None:
+    """Add each newly pruned config as a PRUNED trial with its reason (never twice)."""
+    import optuna
+    from optuna.trial import TrialState
+
+    seen = {json.dumps(t.params, sort_keys=True)
+            for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))}
+    for item in pruned:
+        params = _params(item.knobs)
+        if json.dumps(params, sort_keys=True) in seen:
+            continue
+        study.add_trial(optuna.trial.create_trial(state=TrialState.PRUNED, params=params, distributions=dists,
+                                                  user_attrs={"reason": item.reason, "outcome": "pruned"}))
+
+
+def finished_results(study: Any) -> list[tuple[Any, TrialResult]]:
+    """Every trial a previous attempt finished (complete or failed with a measurement), in order."""
+    from optuna.trial import TrialState
+
+    out = []
+    for frozen in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
+        attrs = frozen.user_attrs
+        if "outcome" not in attrs:
+            continue  # orphaned or superseded: nothing was measured
+        result = TrialResult(dict(frozen.params), attrs["outcome"], attrs.get("step_time_s"),
+                             attrs.get("peak_vram_gb"), attrs.get("validation_peak_vram_gb"),
+                             float(attrs.get("seconds") or 0.0), attrs.get("reason") or "")
+        out.append((frozen, result))
+    return out
+
+
+def orphans(study: Any) -> list[Any]:
+    """Trials left RUNNING by an engine that stopped."""
+    from optuna.trial import TrialState
+
+    return study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+
+
+def fail_orphan(study: Any, frozen: Any) -> None:
+    """Mark an orphaned trial FAIL with the orphan reason."""
+    import optuna
+    from optuna.trial import TrialState
+
+    optuna.trial.Trial(study, frozen._trial_id).set_user_attr("reason", ORPHAN_REASON)
+    study.tell(frozen.number, state=TrialState.FAIL)

@@ -1,0 +1,219 @@
+"""Follow a running (or finished) training: parse its log from the stored offset, record what it did.
+
+Owns the bridge from the trainer's log and output folder to the journal: new log lines are read
+from the offset stored with the process (so a re-attach continues where the last follower stopped
+and nothing is parsed twice), step events go to the store in one batch per poll (deduplicated by
+step; ``clean=False`` for steps whose time includes a validation pass or a checkpoint save),
+checkpoint pairs are discovered on disk as well as from log lines, and a log that stops growing
+for ``LTX_PIPELINE_STALL_SECONDS`` (default 900) is reported once as stalled. Liveness is the
+journal handle's pid plus start time. The offset is stored after the batch it covers, so an engine
+killed in between re-reads at most one poll's lines, and storing them again is idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ltx_pipeline.steps.resume import checkpoint_pairs
+from ltx_pipeline.trainer_log import (
+    LogFollower,
+    LogParser,
+    StepEvent,
+    TrainingProgress,
+    parse_lines,
+    read_tail,
+)
+from ltx_pipeline.workspace import atomic_write
+
+__all__ = ["DEFAULT_STALL_SECONDS", "STALL_ENV", "Snapshot", "TrainingFollower", "latest_sample", "log_summary",
+           "request_stop", "stall_seconds", "stop_requested"]
+
+STALL_ENV = "LTX_PIPELINE_STALL_SECONDS"
+DEFAULT_STALL_SECONDS = 900.0
+_SAMPLE_SUFFIXES = (".mp4", ".png", ".wav", ".gif")
+
+
+def stall_seconds() -> float:
+    """The stall threshold: ``$LTX_PIPELINE_STALL_SECONDS`` or 900 s."""
+    try:
+        return float(os.environ.get(STALL_ENV, "") or DEFAULT_STALL_SECONDS)
+    except ValueError:
+        return DEFAULT_STALL_SECONDS
+
+
+@dataclass
+class Snapshot:
+    """What a progress display needs right now (all plain values)."""
+
+    stage: int
+    stages: int
+    step: int | None
+    total: int | None
+    percent: float | None
+    loss: float | None
+    last_losses: list[float]
+    step_time_s: float | None  # steady state (clean samples only); None: "measuring step time..."
+    eta_s: float | None
+    latest_checkpoint: str | None
+    latest_sample: str | None
+    wandb_url: str | None
+    alive: bool
+    stalled: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def latest_sample(output_dir: Path) -> str | None:
+    """The newest validation sample file in ``<output_dir>/samples`` (by step in its name, then mtime)."""
+    folder = output_dir / "samples"
+    if not folder.is_dir():
+        return None
+    found = [p for p in folder.iterdir() if p.suffix in _SAMPLE_SUFFIXES and p.is_file()]
+    return str(max(found, key=lambda p: (p.name, p.stat().st_mtime))) if found else None
+
+
+class TrainingFollower:
+    """Follows one trainer process of one stage through its journal handle."""
+
+    def __init__(self, journal: Any, handle: Any, *, stage: int, stages: int, output_dir: Path,
+                 offset: int | None = None, validation_interval: int | None = None,
+                 checkpoint_interval: int | None = None, on_progress: Callable[[Snapshot], None] | None = None,
+                 warn: Callable[[str], None] | None = None, poll_s: float = 0.5,
+                 stall_s: float | None = None) -> None:
+        self.journal, self.handle = journal, handle
+        self.stage, self.stages, self.output_dir = stage, stages, output_dir
+        self.reader = LogFollower(handle.log_path, handle.log_offset if offset is None else offset)
+        self.parser = LogParser()
+        self.progress = TrainingProgress(validation_interval=validation_interval,
+                                         checkpoint_interval=checkpoint_interval)
+        self.on_progress, self.warn = on_progress, warn
+        self.poll_s = poll_s
+        self.stall_s = stall_seconds() if stall_s is None else stall_s
+        self.stalled = False
+        self._last_growth = _mtime(Path(handle.log_path)) or time.time()
+        self._known_checkpoints: set[int] = set()
+
+    def seed(self, metrics: list[dict[str, Any]]) -> None:
+        """Fill progress with the steps stored before a re-attach (their log lines are behind the offset)."""
+        for row in metrics:
+            if row.get("loss") is not None:
+                self.progress.losses[row["step"]] = row["loss"]
+            if row.get("clean") and row.get("step_time_s") is not None:
+                self.progress.step_times[row["step"]] = row["step_time_s"]
+            self.progress.last_step = max(self.progress.last_step or 0, row["step"])
+
+    def poll(self) -> bool:
+        """Read what is new, record it, report progress; returns whether the trainer is still alive."""
+        alive = self.handle.alive()
+        while True:
+            lines, offset = self.reader.read_new(final=not alive)
+            events = [e for line in lines for e in self.parser.feed(line)]
+            if not alive and not lines:
+                events += self.parser.flush()
+            self._record(events)
+            if lines:
+                self._last_growth = time.time()
+                self.journal.set_offset(self.handle, offset)
+            if not lines:
+                break
+        self._discover_checkpoints()
+        self._check_stall(alive)
+        if self.on_progress is not None:
+            self.on_progress(self.snapshot(alive))
+        return alive
+
+    def follow(self) -> Any:
+        """Poll until the trainer ends; returns the handle settled by the journal (exit code or crashed)."""
+        while self.poll():
+            time.sleep(self.poll_s)
+        return self.handle
+
+    def snapshot(self, alive: bool) -> Snapshot:
+        progress = self.progress
+        checkpoint = progress.latest_checkpoint
+        pairs = checkpoint_pairs(self.output_dir / "checkpoints", complete_only=False)
+        latest_ckpt = str(pairs[-1].weights) if pairs else (checkpoint.path if checkpoint else None)
+        losses = progress.last_losses(5)
+        return Snapshot(self.stage, self.stages, progress.last_step, progress.total_steps, progress.percent,
+                        losses[-1] if losses else None, losses, progress.steady_step_time(), progress.eta_seconds(),
+                        latest_ckpt, latest_sample(self.output_dir), progress.wandb_url, alive, self.stalled)
+
+    # -- recording ---------------------------------------------------------------------------------
+
+    def _record(self, events: list[Any]) -> None:
+        rows: dict[int, dict[str, Any]] = {}
+        for event in events:
+            self.progress.update(event)
+            if isinstance(event, StepEvent):
+                rows[event.step] = {"step": event.step, "loss": event.loss, "learning_rate": event.lr,
+                                    "step_time_s": event.step_time}
+        for step, row in rows.items():
+            row["clean"] = step in self.progress.step_times
+        if rows:
+            self.journal.add_metrics(self.stage, list(rows.values()))
+
+    def _discover_checkpoints(self) -> None:
+        for pair in checkpoint_pairs(self.output_dir / "checkpoints"):
+            if pair.step not in self._known_checkpoints:
+                self.journal.add_checkpoint(self.stage, pair.step, str(pair.weights), str(pair.state))
+                self._known_checkpoints.add(pair.step)
+
+    def _check_stall(self, alive: bool) -> None:
+        silent = time.time() - self._last_growth
+        stalled = alive and silent >= self.stall_s
+        if stalled and not self.stalled and self.warn is not None:
+            self.warn(f"Training stage {self.stage} stalled: no new log output for {silent:.0f} s "
+                      f"({self.handle.log_path}); the trainer is still alive (pid {self.handle.pid})")
+        self.stalled = stalled
+
+
+def log_summary(log_path: Path | str, lines: int = 400) -> dict[str, Any]:
+    """What the tail of a trainer log says now: latest step, losses, steady step time, ETA, W&B URL.
+
+    Read-only and cheap (the last ``lines`` lines); ``status`` uses it with no driver running.
+    """
+    tail = read_tail(log_path, lines)
+    progress = TrainingProgress()
+    progress.feed(parse_lines(tail))
+    last_line = next((ln.strip() for ln in reversed(tail) if ln.strip()), None)
+    stats = progress.stats
+    return {"step": progress.last_step, "total": progress.total_steps, "percent": progress.percent,
+            "last_losses": progress.last_losses(5), "step_time_s": progress.steady_step_time(),
+            "eta_s": progress.eta_seconds(), "wandb_url": progress.wandb_url, "last_line": last_line,
+            "finished": stats is not None,
+            "peak_gpu_memory_gb": stats.peak_gpu_memory_gb if stats else None}
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
+def _stop_marker(handle: Any) -> Path:
+    return Path(f"{handle.log_path}.stop")
+
+
+def request_stop(handle: Any, workspace: Path) -> Path:
+    """Mark the process as stopped by the user *before* signalling it, so a follower that sees it end
+    records a stop rather than a failure (whichever of the two settles first)."""
+    marker = _stop_marker(handle)
+    atomic_write(marker, json.dumps({"process_id": handle.id, "pid": handle.pid}), root=workspace)
+    return marker
+
+
+def stop_requested(handle: Any) -> bool:
+    """Whether ``request_stop`` marked this very process (the log is shared by a stage's launches)."""
+    try:
+        return json.loads(_stop_marker(handle).read_text(encoding="utf-8")).get("process_id") == handle.id
+    except (OSError, ValueError, AttributeError):
+        return False

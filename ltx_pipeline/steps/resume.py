@@ -1,0 +1,207 @@
+"""Resume a stage from its checkpoints: find the newest complete pair, check it, patch the config.
+
+Owns the trainer's resume rules as the engine applies them (facts §4.8): a checkpoint is a
+*complete pair*, ``{lora|model}_weights_step_N.safetensors`` with ``training_state_step_N.pt`` of
+the same step beside it (a ``.pt.tmp`` is an interrupted save, never a checkpoint). It also owns
+what a retry would change: a failed launch's classification and its proposed fix, one rung of the
+troubleshooting ladder as an exact config diff that ``resume --apply-fix`` applies. Resuming means
+pointing ``model.load_checkpoint`` at the pair's weights through the config-patch mechanism; the
+trainer then restores the step and the scheduler itself. The invariant kept here: a resume whose
+state fingerprint (optimizer_type, scheduler_type, training_mode, lora rank) no longer matches the
+config is refused, because the trainer would silently restart at step 0 and overwrite earlier files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ltx_pipeline.errors import ResumeRefused
+from ltx_pipeline.ltx.config_patch import Patch, apply_patches
+from ltx_pipeline.trainer_log import Failure, classify_failure, read_tail
+from ltx_pipeline.workspace import atomic_write
+
+__all__ = ["FINGERPRINT_KEYS", "CheckpointPair", "check_compatible", "checkpoint_pairs", "config_fingerprint",
+           "failure_report", "latest_pair", "patch_resume", "proposed_diff", "read_state"]
+
+FINGERPRINT_KEYS = ("optimizer_type", "scheduler_type", "training_mode", "lora_rank")
+_WEIGHTS_RE = re.compile(r"^(lora|model)_weights_step_(\d+)\.safetensors$")
+
+
+@dataclass(frozen=True)
+class CheckpointPair:
+    """Weights and the training state of the same step (``state`` None: weights only)."""
+
+    step: int
+    weights: Path
+    state: Path | None
+
+    @property
+    def complete(self) -> bool:
+        return self.state is not None
+
+
+def checkpoint_pairs(checkpoints_dir: Path, *, complete_only: bool = True) -> list[CheckpointPair]:
+    """Every checkpoint in ``checkpoints_dir`` by step (ascending); only complete pairs by default.
+
+    The state file keeps the weights' zero padding (``_step_00020``), as the trainer looks it up.
+    Empty state files are interrupted saves and do not count.
+    """
+    if not checkpoints_dir.is_dir():
+        return []
+    pairs = []
+    for weights in checkpoints_dir.iterdir():
+        match = _WEIGHTS_RE.match(weights.name)
+        if match is None or not weights.is_file():
+            continue
+        state = checkpoints_dir / f"training_state_step_{match.group(2)}.pt"
+        has_state = state.is_file() and state.stat().st_size > 0
+        if has_state or not complete_only:
+            pairs.append(CheckpointPair(int(match.group(2)), weights, state if has_state else None))
+    return sorted(pairs, key=lambda p: p.step)
+
+
+def latest_pair(checkpoints_dir: Path) -> CheckpointPair | None:
+    """The newest complete pair, or None when no checkpoint can be resumed from."""
+    pairs = checkpoint_pairs(checkpoints_dir)
+    return pairs[-1] if pairs else None
+
+
+def read_state(state_path: Path) -> dict[str, Any]:
+    """The training-state dict: JSON (the simulated trainer) or a ``torch.save`` pickle (the trainers).
+
+    Raises:
+        ResumeRefused: the file cannot be read as either.
+    """
+    raw = state_path.read_bytes()
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        pass
+    try:
+        import torch  # only here: a real training state is a pickle
+
+        # weights_only=False is how the trainer itself loads it (the state holds RNG byte tensors).
+        state = torch.load(state_path, map_location="cpu", weights_only=False)
+    except Exception as exc:  # noqa: BLE001 - any unreadable state means the same to the user
+        raise ResumeRefused(f"Cannot read the training state {state_path.name}: {type(exc).__name__}",
+                            where=str(state_path),
+                            fix="delete that pair (weights and state) so the previous complete one is used") from None
+    return dict(state)
+
+
+def config_fingerprint(config: dict[str, Any]) -> dict[str, Any]:
+    """The fingerprint the trainer compares on resume, computed from a config mapping."""
+    optimization = config.get("optimization") or {}
+    model = config.get("model") or {}
+    found = {"optimizer_type": optimization.get("optimizer_type", "adamw"),
+             "scheduler_type": optimization.get("scheduler_type", "linear"),
+             "training_mode": model.get("training_mode", "lora")}
+    if found["training_mode"] == "lora":
+        found["lora_rank"] = (config.get("lora") or {}).get("rank")
+    return found
+
+
+def check_compatible(pair: CheckpointPair, config: dict[str, Any]) -> int:
+    """The step the trainer will resume at; refuses when the state's fingerprint differs from ``config``.
+
+    Raises:
+        ResumeRefused: a fingerprint field changed since the checkpoint (the trainer would restart at 0).
+    """
+    assert pair.state is not None
+    state = read_state(pair.state)
+    saved = state.get("config_fingerprint") or {}
+    now = config_fingerprint(config)
+    changed = [f"{key}: {saved.get(key)} -> {now.get(key)}" for key in FINGERPRINT_KEYS
+               if (key in saved or key in now) and saved.get(key) != now.get(key)]
+    if changed:
+        raise ResumeRefused(
+            f"Cannot resume from step {pair.step}: {', '.join(changed)} changed since that checkpoint, so the "
+            "trainer would silently restart at step 0 and overwrite earlier checkpoints",
+            where=str(pair.weights),
+            fix="restore those settings in the config, or start a new run (a new output_dir) deliberately")
+    return int(state.get("global_step", pair.step))
+
+
+def patch_resume(config_path: Path, pair: CheckpointPair, *, workspace: Path) -> list[dict[str, Any]]:
+    """Point ``model.load_checkpoint`` at the pair's weights (and let the trainer use its state).
+
+    A chained stage warm-starts with ``checkpoints.no_resume: true``; resuming its *own* checkpoint
+    needs the state, so that flag is turned off in the same patch.
+
+    Returns:
+        The patch records (dotted path, old, new, reason).
+    """
+    text = config_path.read_text(encoding="utf-8")
+    reason = f"resume from step {pair.step}"
+    patches = [Patch("model.load_checkpoint", str(pair.weights), reason)]
+    if ((yaml.safe_load(text) or {}).get("checkpoints") or {}).get("no_resume"):
+        patches.append(Patch("checkpoints.no_resume", False, reason))
+    patched, records = apply_patches(text, patches)
+    atomic_write(config_path, patched, root=workspace)
+    return [r.to_dict() for r in records]
+
+
+def proposed_diff(failure: Failure, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The next rung of the failure's fix ladder as an exact config diff (dotted path, old, new).
+
+    Fixes are ordered cheapest-first (OOM: batch 1, checkpointing, 8-bit optimizer, ..., cheaper
+    validation), and the classifier drops rungs the config already satisfies, so applying one rung per
+    failure walks down the ladder. Batch 1 comes with its gradient accumulation, which keeps the
+    effective batch.
+    """
+    changes = failure.config_changes
+    if not changes:
+        return []
+    take = changes[:2] if (changes[0].path == "optimization.batch_size" and len(changes) > 1
+                           and changes[1].path == "optimization.gradient_accumulation_steps") else changes[:1]
+    return [{"path": c.path, "old": _get(config, c.path), "new": c.value, "reason": c.reason} for c in take]
+
+
+def failure_report(log: Path, config: dict[str, Any], exit_code: int | None, signal: int | None,
+                   stage: int) -> tuple[Failure, dict[str, Any], str]:
+    """Classify a failed launch from the lines it wrote, and build the proposal and ``failure.md``.
+
+    Only the lines after the last launch boundary count (the stage's log is appended across launches).
+
+    Returns:
+        (failure, proposal for ``failure.json`` (stage, kind, evidence, diff), markdown report).
+    """
+    tail = read_tail(log, 400)
+    boundary = max((i for i, line in enumerate(tail) if line.startswith("=== ltx-pipeline: launch")), default=-1)
+    tail = tail[boundary + 1:]
+    validation = config.get("validation") or {}
+    failure = classify_failure(exit_code, signal, tail, config=config,
+                               initial_validation=bool(validation.get("interval"))
+                               and not validation.get("skip_initial_validation"))
+    diff = proposed_diff(failure, config)
+    proposal = {"stage": stage, "kind": failure.kind, "evidence": failure.evidence, "exit_code": exit_code,
+                "signal": signal, "log": str(log), "diff": diff}
+    lines = [f"# Training failure: stage {stage}", "", f"- class: **{failure.kind}**",
+             f"- exit code: {exit_code}" + (f" (signal {signal})" if signal else ""), f"- log: {log}",
+             f"- evidence: `{failure.evidence}`", "", "## Proposed fix"]
+    if diff:
+        lines += ["", "`ltx-pipeline resume --apply-fix` applies exactly this diff, re-validates and retries:", "",
+                  "```diff", *(f"- {c['path']}: {json.dumps(c['old'])}\n+ {c['path']}: {json.dumps(c['new'])}"
+                               for c in diff), "```", "", *(f"- {c['path']}: {c['reason']}" for c in diff)]
+    else:
+        lines += ["", "No config change is proposed; `ltx-pipeline resume` retries as is once the cause is fixed."]
+    rest = [f for f in failure.fix if f.path is None or f.path not in {c["path"] for c in diff}]
+    if rest:
+        lines += ["", "## If that is not enough (in order)", ""]
+        lines += [f"- `{f.path}: {json.dumps(f.value)}`: {f.reason}" if f.path else f"- {f.reason}" for f in rest]
+    return failure, proposal, "\n".join(lines) + "\n"
+
+
+def _get(config: dict[str, Any], path: str) -> Any:
+    node: Any = config
+    for key in path.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node

@@ -1,0 +1,248 @@
+"""Autotune phase: a short sanity trial at full resolution, then an Optuna-recorded sweep for the fastest fit.
+
+Heavy (past the approval gate). Scratch lives under ``<run>/overfit/``: the sanity set (the plan's
+most expensive bucket, as many samples as the largest batch size tried), one folder per trial
+(config, outputs, log). ``SweepPlanner`` picks each config and settles what each result implies
+(memory is monotone along every knob); ``ltx_pipeline.steps.autotune_trial`` runs and measures one
+trial; every trial and pruned config is recorded in the run's Optuna study, from which an
+interrupted sweep resumes without re-running finished trials (a trial left running by a dead
+engine is stopped and run again once). A failing baseline stops the run with its classified
+failure and fixes. The winner's deltas are patched into every stage config with the reason
+"autotune"; ``autotune.log``/``.md``/``.png`` sit in the run folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ltx_pipeline.engine import PhaseResult, RunContext
+from ltx_pipeline.engine.fingerprint import digest, file_digest
+from ltx_pipeline.errors import RunFailed
+from ltx_pipeline.ltx.autotune_space import search_space
+from ltx_pipeline.ltx.autotune_strategy import SweepPlanner, deltas, format_knobs
+from ltx_pipeline.ltx.buckets import parse_buckets
+from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
+from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.steps import autotune_study as studies
+from ltx_pipeline.steps.autotune_report import trial_line, write_reports
+from ltx_pipeline.steps.autotune_trial import run_trial, trial_settings, write_trial_config
+from ltx_pipeline.steps.preprocess import preprocess, write_subset_metadata
+from ltx_pipeline.workspace import atomic_write
+
+__all__ = ["PHASE"]
+
+
+class AutotunePhase:
+    name = "autotune"
+    heavy = True
+
+    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+        parts = {"validate": digest(ctx.output("validate")), **_inputs(ctx)}
+        return parts
+
+    def run(self, ctx: RunContext) -> PhaseResult:
+        ctx.narrate("Autotune: a short trial at full resolution with the planned config (the baseline), then "
+                    "variants of quantization, optimizer, batch size or checkpointing, to find the fastest config "
+                    "whose peak VRAM, training or validation, stays under the headroom. Each trial stops once its "
+                    "step time and memory are measured; configs a result already settles are not run. Loss is not "
+                    "a criterion.")
+        recipe, probe = ctx.output("plan")["recipe"], ctx.output("probe")
+        sweep = _Sweep(ctx, recipe, probe)
+        sanity_root = _sanity_set(ctx, sweep.max_batch)
+        outputs = sweep.run(sanity_root)
+        return PhaseResult(outputs)
+
+    def summary(self, outputs: dict[str, Any]) -> str:
+        ran = len(outputs["trials"])
+        change = ", ".join(f"{k}={v}" for k, v in outputs["deltas"].items()) or "the baseline kept"
+        return (f"{ran} trial(s), {len(outputs['pruned'])} pruned; winner {change} "
+                f"({outputs['objective']:.2f}s per optimizer step); study {outputs['study']}")
+
+
+def _inputs(ctx: RunContext) -> dict[str, Any]:
+    """What decides the sweep's results: a study is resumed only when these are unchanged."""
+    recipe = ctx.output("plan")["recipe"]
+    parts: dict[str, Any] = {"config_patch": digest(ctx.output("config_patch")), "knobs": recipe["knobs"],
+                             "headroom": ctx.request.headroom, "backend": ctx.request.backend,
+                             "sanity": ctx.output("data_check")["sanity"]}
+    if ctx.request.backend == "simulated":
+        parts["surface"] = {"path": ctx.request.surface, "digest": file_digest(Path(ctx.request.surface))}
+    return parts
+
+
+def _sanity_set(ctx: RunContext, max_batch: int) -> str:
+    """The sanity data at the largest bucket: preprocessed once (not on the simulated backend)."""
+    data = ctx.output("data_check")
+    sanity = data["sanity"]
+    if not data["metadata_file"]:  # a verified .precomputed dataset: its latents already hold every bucket
+        return data["stages"][0]["preprocessed_root"]
+    rows = max(1, min(max_batch, data["samples"] or max_batch))
+    subset, count = write_subset_metadata(ctx, Path(data["metadata_file"]), rows, ctx.paths.overfit / "sanity.json")
+    if ctx.request.backend == "simulated":
+        ctx.narrate(f"Sanity set: {count} sample(s) at {sanity['bucket']} (the simulated trainer reads no data).")
+        return sanity["preprocessed_root"]
+    patch = ctx.output("config_patch")
+    mode = get_mode(ctx.request.mode)
+    preprocess(ctx, mode=mode, metadata_file=subset, buckets=parse_buckets(sanity["bucket"]),
+               output_dir=Path(sanity["preprocessed_root"]), stage=0, model_path=patch["model_path"],
+               text_encoder_path=patch["text_encoder_path"], pairing=data["conditions_pairing"],
+               extra_flags=[] if mode.audio_run else ["--skip-audio"])
+    return sanity["preprocessed_root"]
+
+
+class _Sweep:
+    """One sweep: the planner, the study and the trial loop."""
+
+    def __init__(self, ctx: RunContext, recipe: dict[str, Any], probe: dict[str, Any]) -> None:
+        self.ctx = ctx
+        knobs = recipe["knobs"]
+        self.effective = int(knobs["batch_size"]) * int(knobs.get("gradient_accumulation_steps") or 1)
+        multi = any(len(s["buckets"]) > 1 for s in recipe["stages"])
+        space = search_space(probe["tier"]["base"], self.effective, multi, knobs)
+        if recipe["training_mode"] == "full":  # the trainer refuses quantization in full mode
+            space = [space[0], *(k for k in space[1:] if k["quantization"] is None)]
+        self.space = space
+        self.baseline = space[0]
+        self.max_batch = max(int(k["batch_size"]) for k in space)
+        gpus = probe["gpus"]["gpus"]
+        self.capacity = min(g["memory_mib"] for g in gpus) / 1024
+        self.gpu_indices = [int(g["index"]) for g in gpus]
+        self.planner = SweepPlanner(space, self.baseline, capacity_gb=self.capacity, headroom=ctx.request.headroom,
+                                    effective_batch=self.effective)
+        self.settings = trial_settings(ctx.request.backend)
+        self.trials: list[dict[str, Any]] = []
+        self.failure: dict[str, Any] | None = None
+
+    def run(self, sanity_root: str) -> dict[str, Any]:
+        ctx = self.ctx
+        storage = ctx.workspace / "optuna.db"
+        study, name = studies.open_study(str(storage), ctx.run_name, digest(_inputs(ctx)))
+        dists = studies.distributions(self.space)
+        self._resume(study)
+        stage_config = _largest_stage_config(ctx)
+        while (knobs := self.planner.next_trial()) is not None:
+            number = 1 + max((h.stage for h in ctx.journal.processes("trial")), default=0)
+            trial = studies.ask_trial(study, knobs, dists)
+            trial.set_user_attr("trial_number", number)
+            folder = ctx.paths.overfit / f"trial-{number:03d}"
+            config = folder / "config.yaml"
+            write_trial_config(ctx, stage_config, config, knobs=knobs, sanity_root=sanity_root,
+                               output_dir=folder / "outputs", settings=self.settings, number=number)
+            ctx.narrate(f"Trial {number}: {format_knobs(knobs)} ...")
+            done = run_trial(ctx, number, config, knobs, self.settings, gpu_indices=self.gpu_indices,
+                             nvidia_smi=ctx.request.nvidia_smi)
+            result = done.result
+            self.planner.record(result)
+            fits = self.planner.fits(result)
+            extra = {"trial_number": number, "host_ram_gb": done.host_ram_gb, "log": done.log,
+                     "failure_kind": done.failure_kind, "fixes": done.fixes}
+            state = studies.tell_result(study, trial, result, fits=fits, objective=self.planner.objective(result),
+                                        extra=extra)
+            record = self._record(number, result, fits, state, extra)
+            ctx.narrate(trial_line(record))
+            studies.record_pruned(study, self.planner.pruned, dists)
+        studies.record_pruned(study, self.planner.pruned, dists)
+        return self._finish(name, storage)
+
+    def _resume(self, study: Any) -> None:
+        """Stop orphaned trial processes, fail their Optuna trials, replay what finished before."""
+        ctx = self.ctx
+        for handle in ctx.journal.processes("trial"):
+            if handle.status == "running" and handle.alive():
+                ctx.warn(f"Trial {handle.stage} was left running by an engine that stopped; stopping it "
+                         f"(pid {handle.pid}) and running that config again.")
+                ctx.journal.stop(handle)
+        for frozen in studies.orphans(study):
+            studies.fail_orphan(study, frozen)
+        for frozen, result in studies.finished_results(study):
+            if result.knobs not in self.planner.remaining():
+                continue  # already recorded (or no longer in this space)
+            self.planner.record(result)
+            attrs = frozen.user_attrs
+            extra = {k: attrs.get(k) for k in ("trial_number", "host_ram_gb", "log", "failure_kind", "fixes")}
+            state = "complete" if frozen.state.name == "COMPLETE" else "fail"
+            self._record(attrs.get("trial_number"), result, self.planner.fits(result), state, extra)
+        if self.trials:
+            ctx.narrate(f"Resuming the sweep: {len(self.trials)} finished trial(s) read back from the study, "
+                        "not run again.")
+
+    def _record(self, number: Any, result: Any, fits: bool, state: str, extra: dict[str, Any]) -> dict[str, Any]:
+        record = {"number": number, "knobs": dict(result.knobs), "outcome": result.outcome, "state": state,
+                  "fits": fits, "step_time_s": result.step_time_s, "peak_vram_gb": result.peak_vram_gb,
+                  "validation_peak_vram_gb": result.validation_peak_vram_gb, "seconds": result.seconds,
+                  "reason": result.reason, "host_ram_gb": extra.get("host_ram_gb"), "log": extra.get("log"),
+                  "objective": self.planner.objective(result) if fits else None}
+        self.trials.append(record)
+        if number is not None and result.knobs == self.baseline and not fits:
+            self.failure = {**record, "failure_kind": extra.get("failure_kind"), "fixes": extra.get("fixes") or []}
+        return record
+
+    def _finish(self, study_name: str, storage: Path) -> dict[str, Any]:
+        ctx = self.ctx
+        best = self.planner.best()
+        winner = self.planner.winner() if best else None
+        change = deltas(winner, self.baseline) if winner else {}
+        outputs: dict[str, Any] = {
+            "study": study_name, "storage": str(storage), "capacity_gb": self.capacity,
+            "headroom": ctx.request.headroom, "limit_gb": self.planner.limit_gb, "effective_batch": self.effective,
+            "baseline": self.baseline, "trials": self.trials,
+            "pruned": [{"knobs": p.knobs, "reason": p.reason} for p in self.planner.pruned],
+            "winner": winner, "deltas": change, "objective": self.planner.objective(best) if best else None,
+            "patches": [],
+        }
+        if self.planner.baseline_failed or best is None:
+            text, line = _failure_text(self.failure, self.planner)
+            reports = write_reports(ctx.paths.root, ctx.workspace, outputs, failure=text)
+            raise RunFailed(f"Autotune: {line}", where=reports["markdown"],
+                            fix=_fix_line(self.failure) + "; then `ltx-pipeline resume`")
+        outputs["patches"] = _patch_stages(ctx, change)
+        outputs["reports"] = write_reports(ctx.paths.root, ctx.workspace, outputs)
+        ctx.narrate(f"Winner: {format_knobs(winner)}; "
+                    + (f"patched {change} into every stage config." if change else "the baseline is fastest."))
+        return outputs
+
+
+def _largest_stage_config(ctx: RunContext) -> Path:
+    """The stage config that trains the plan's most expensive bucket (it sets the memory peak)."""
+    bucket = ctx.output("data_check")["sanity"]["bucket"]
+    stages = ctx.output("plan")["recipe"]["stages"]
+    configs = {c["stage"]: Path(c["config"]) for c in ctx.output("config_patch")["configs"]}
+    index = next((s["index"] for s in stages if bucket in s["buckets"]), stages[0]["index"])
+    return configs[index]
+
+
+def _patch_stages(ctx: RunContext, change: dict[str, Any]) -> list[dict[str, Any]]:
+    records = []
+    for entry in ctx.output("config_patch")["configs"]:
+        config = Path(entry["config"])
+        text, done = apply_patches(config.read_text(encoding="utf-8"),
+                                   [Patch(KNOB_PATHS[k], v, "autotune") for k, v in change.items()])
+        if done:
+            atomic_write(config, text, root=ctx.workspace)
+        records += [{"stage": entry["stage"], "config": str(config), **r.to_dict()} for r in done]
+    return records
+
+
+def _failure_text(failure: dict[str, Any] | None, planner: SweepPlanner) -> tuple[str, str]:
+    """(the fuller Markdown text, the one-line summary) of a failed sweep."""
+    if failure is None:
+        return "No config fitted.", "no config fitted"
+    line = (f"the baseline {format_knobs(failure['knobs'])} failed: {failure['outcome']}"
+            + (f" ({failure['reason']})" if failure["reason"] else ""))
+    fixes = failure.get("fixes") or []
+    if not fixes and failure["outcome"] in ("fit", "over_headroom"):
+        fixes = [{"path": None, "value": None, "reason": f"peak over the {planner.limit_gb:.1f} GB limit: lower "
+                  "--headroom, or train fewer frames / a lower resolution"}]
+    steps = "\n".join(f"{i}. " + (f"`{f['path']}: {f['value']}` " if f["path"] else "") + f["reason"]
+                      for i, f in enumerate(fixes, start=1))
+    return f"{line}\n\nProposed fixes, in order:\n\n{steps or '(none proposed)'}\n\nLog: {failure.get('log')}", line
+
+
+def _fix_line(failure: dict[str, Any] | None) -> str:
+    fixes = (failure or {}).get("fixes") or []
+    parts = [(f"{f['path']}: {f['value']} ({f['reason']})" if f["path"] else f["reason"]) for f in fixes[:4]]
+    return "; ".join(parts) if parts else "lower --headroom or train fewer frames / a lower resolution"
+
+
+PHASE = AutotunePhase()

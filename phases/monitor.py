@@ -1,0 +1,92 @@
+"""Monitor phase: once every stage has trained, write the run's landing page and plots from measurements.
+
+Train follows the trainer live (progress, metrics, checkpoints, failures); monitor comes after it
+and turns what was recorded into ``<run>/outputs/run-summary.md``, ``loss.png`` and
+``step_time.png``: final checkpoint and step per stage, the config as trained, the measured
+steady-state step time and the trainer's peak VRAM, exact launch commands, seed, trainer commit
+and model paths. Nothing here is predicted; nothing is launched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ltx_pipeline.engine import PhaseResult, RunContext
+from ltx_pipeline.engine.fingerprint import digest
+from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.steps.summary import plot_loss, plot_step_time, render_summary, steady_step_time
+from ltx_pipeline.workspace import atomic_write
+
+__all__ = ["PHASE"]
+
+
+class MonitorPhase:
+    name = "monitor"
+    heavy = True
+
+    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+        return {"train": digest(ctx.output("train"))}
+
+    def run(self, ctx: RunContext) -> PhaseResult:
+        ctx.narrate("Writing run-summary.md, loss.png and step_time.png from what the trainer measured.")
+        train, probe = ctx.output("train"), ctx.output("probe")
+        metrics = ctx.journal.metrics()
+        checkpoints = ctx.journal.checkpoints()
+        stages = [self._stage(ctx, entry, metrics) for entry in train["stages"]]
+        first = yaml.safe_load(Path(stages[0]["config"]).read_text(encoding="utf-8")) or {}
+        patch = ctx.output("config_patch")
+        facts = {
+            "run": ctx.run_name, "run_root": str(ctx.paths.root), "request": ctx.request.model_dump(mode="json"),
+            "gpus": _gpus(probe), "mode_title": get_mode(ctx.request.mode).title,
+            "samples": ctx.output("data_check")["samples"], "data_stages": ctx.output("data_check")["stages"],
+            "stages": stages, "seed": first.get("seed"), "model_path": patch["model_path"],
+            "text_encoder_path": patch["text_encoder_path"],
+            "trainer_commit": (probe.get("trainer") or {}).get("git_commit"),
+            "autotune": _autotune(ctx),
+        }
+        outputs_dir = ctx.paths.outputs
+        summary = atomic_write(outputs_dir / "run-summary.md", render_summary(facts), root=ctx.workspace)
+        validation_steps = sorted({step for s in stages for step in s["validation_steps"]})
+        loss = plot_loss(metrics, outputs_dir / "loss.png", workspace=ctx.workspace,
+                         checkpoint_steps=sorted({c["step"] for c in checkpoints}), validation_steps=validation_steps)
+        step_time = plot_step_time(metrics, outputs_dir / "step_time.png", workspace=ctx.workspace)
+        return PhaseResult({"summary": str(summary), "loss_plot": str(loss), "step_time_plot": str(step_time),
+                            "stages": [{k: s[k] for k in ("stage", "final_checkpoint", "final_step", "step_time_s",
+                                                          "peak_gpu_memory_gb")} for s in stages]})
+
+    def summary(self, outputs: dict[str, Any]) -> str:
+        last = outputs["stages"][-1]
+        step_time = f"{last['step_time_s']:.2f} s/step" if last["step_time_s"] is not None else "step time not measured"
+        return f"run-summary.md written; final checkpoint step {last['final_step']}, {step_time}"
+
+    @staticmethod
+    def _stage(ctx: RunContext, entry: dict[str, Any], metrics: list[dict[str, Any]]) -> dict[str, Any]:
+        rows = [m for m in metrics if m["stage"] == entry["stage"]]
+        values = yaml.safe_load(Path(entry["config"]).read_text(encoding="utf-8")) or {}
+        interval = (values.get("validation") or {}).get("interval")
+        steps = int((values.get("optimization") or {}).get("steps", 0))
+        return {**entry, "step_time_s": steady_step_time(rows), "logged_steps": len(rows),
+                "validation_steps": list(range(0, steps + 1, int(interval))) if interval else []}
+
+
+def _gpus(probe: dict[str, Any]) -> str:
+    gpus = (probe.get("gpus") or {}).get("gpus") or []
+    names = ", ".join(f"{g.get('name')} ({g.get('memory_mib')} MiB)" for g in gpus) or "unknown"
+    return names + (" (assumed)" if (probe.get("gpus") or {}).get("assumed") else "")
+
+
+def _autotune(ctx: RunContext) -> str | None:
+    """Autotune's own one-line measurement summary, when it ran (its sampler figures are measured)."""
+    if "autotune" not in ctx.upstream:
+        return None
+    outputs = ctx.output("autotune")
+    change = ", ".join(f"{k}={v}" for k, v in (outputs.get("deltas") or {}).items()) or "the baseline kept"
+    objective = outputs.get("objective")
+    measured = f", {objective:.2f} s per optimizer step measured in its trials" if objective is not None else ""
+    return f"{len(outputs.get('trials') or [])} trial(s); winner {change}{measured}"
+
+
+PHASE = MonitorPhase()

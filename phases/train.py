@@ -1,0 +1,299 @@
+"""Train phase: preprocess, re-check, launch each stage detached, follow it, judge how it ended.
+
+Stages run in order (a chained stage only after the previous one completed); a stage whose final
+checkpoint exists and whose last trainer exited 0 is skipped. Before a launch: the full dataset is
+preprocessed when data_check planned it, and what can change since validate is checked again
+(strict schema now that the data exists, a chained stage's warm-start weights, free GPUs, W&B
+credentials). A live trainer of the stage is re-attached, never launched twice into one output
+dir; a dead one is resumed from its newest complete checkpoint pair. The launch survives the
+engine; ``--detach`` returns right after it and Ctrl-C while following detaches. A non-zero exit
+is classified and its proposed fix (an exact config diff) written to ``<run>/failure.md`` and
+``failure.json``, which ``resume --apply-fix`` applies through the config-patch mechanism.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ltx_pipeline.engine import PhaseResult, RunContext
+from ltx_pipeline.engine.fingerprint import digest, file_digest
+from ltx_pipeline.errors import BadConfig, BadInput, Refused, RunFailed
+from ltx_pipeline.ltx.buckets import parse_buckets
+from ltx_pipeline.ltx.config_patch import Patch, apply_patches
+from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.ltx.trainer_config import format_findings
+from ltx_pipeline.probing import wandb_credentials_resolve
+from ltx_pipeline.steps.follow import TrainingFollower, log_summary, stop_requested
+from ltx_pipeline.steps.preprocess import preprocess
+from ltx_pipeline.steps.resume import check_compatible, failure_report, latest_pair, patch_resume
+from ltx_pipeline.workspace import atomic_write
+
+__all__ = ["PHASE", "stage_log"]
+
+
+def stage_log(logs: Path, stage: int, stages: int) -> Path:
+    """``logs/train.log``, or ``logs/train.stage-K.log`` for a chained run."""
+    return logs / ("train.log" if stages == 1 else f"train.stage-{stage}.log")
+
+
+class TrainPhase:
+    name = "train"
+    heavy = True
+
+    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+        validate = ctx.output("validate")
+        parts = {"validate": digest(validate), "data_check": digest(ctx.output("data_check")),
+                 "configs": {s["config"]: file_digest(Path(s["config"])) for s in validate["stages"]}}
+        if "autotune" in ctx.upstream:
+            parts["autotune"] = digest(ctx.output("autotune"))
+        return parts
+
+    def run(self, ctx: RunContext) -> PhaseResult:
+        validate, patch = ctx.output("validate"), ctx.output("config_patch")
+        data_stages = ctx.output("data_check")["stages"]
+        total = len(validate["stages"])
+        results: list[dict[str, Any]] = []
+        for entry, config_entry, data_stage in zip(validate["stages"], patch["configs"], data_stages, strict=True):
+            stage = _Stage(ctx, entry, config_entry, data_stage, total)
+            result = stage.run()
+            results.append(result)
+            if result.get("pending"):
+                return PhaseResult({"stages": results, "stage_count": total}, pending=True)
+        return PhaseResult({"stages": results, "stage_count": total})
+
+    def summary(self, outputs: dict[str, Any]) -> str:
+        stages = outputs["stages"]
+        if stages and stages[-1].get("pending"):
+            last = stages[-1]
+            return (f"stage {last['stage']}/{outputs['stage_count']} training detached (pid {last['pid']}); "
+                    f"log {last['log']}")
+        finals = ", ".join(f"stage {s['stage']}: step {s['final_step']}" for s in stages)
+        return f"{len(stages)} stage(s) trained ({finals})"
+
+
+class _Stage:
+    """One stage's launch-or-re-attach, follow and judgement."""
+
+    def __init__(self, ctx: RunContext, entry: dict[str, Any], config_entry: dict[str, Any],
+                 data_stage: dict[str, Any], total: int) -> None:
+        self.ctx, self.entry, self.data_stage, self.total = ctx, entry, data_stage, total
+        self.index = int(entry["stage"])
+        self.config = Path(entry["config"])
+        self.output_dir = Path(config_entry["output_dir"])
+        self.log = stage_log(ctx.paths.logs, self.index, total)
+
+    def values(self) -> dict[str, Any]:
+        return yaml.safe_load(self.config.read_text(encoding="utf-8")) or {}
+
+    def run(self) -> dict[str, Any]:
+        ctx, journal = self.ctx, self.ctx.journal
+        if (done := self._completed()) is not None:
+            ctx.narrate(f"Stage {self.index}/{self.total} already trained to step {done['final_step']}; skipping.")
+            return done
+        handle = journal.live("train", self.index)
+        resumed_from = None
+        if handle is not None:
+            ctx.narrate(f"Re-attaching to the stage {self.index} trainer that is still running (pid {handle.pid}); "
+                        "nothing is launched.")
+        else:
+            resumed_from, handle = self._launch()
+        if ctx.options.get("detach"):
+            ctx.narrate(f"Training goes on detached (pid {handle.pid}); follow it with `ltx-pipeline resume`, "
+                        "check it with `ltx-pipeline status`, stop it with `ltx-pipeline stop`.")
+            return self._pending(handle)
+        values = self.values()
+        follower = TrainingFollower(journal, handle, stage=self.index, stages=self.total, output_dir=self.output_dir,
+                                    validation_interval=(values.get("validation") or {}).get("interval"),
+                                    checkpoint_interval=(values.get("checkpoints") or {}).get("interval"),
+                                    on_progress=ctx.options.get("on_progress"), warn=ctx.warn)
+        if resumed_from is None:
+            follower.seed(journal.metrics(self.index))
+        try:
+            follower.follow()
+        except KeyboardInterrupt:
+            ctx.narrate(f"Stopped following; stage {self.index} keeps training (pid {handle.pid}). Re-attach with "
+                        "`ltx-pipeline resume`, stop it with `ltx-pipeline stop`.")
+            return self._pending(handle)
+        return self._judge(handle, follower, resumed_from)
+
+    # -- before the launch --------------------------------------------------------------------------
+
+    def _launch(self) -> tuple[int | None, Any]:
+        ctx, journal = self.ctx, self.ctx.journal
+        previous = journal.processes("train", self.index)
+        for old in previous:
+            if old.status == "running":
+                journal.settle(old)
+        if previous and ctx.options.get("apply_fix"):
+            self._apply_fix()
+        if self.data_stage.get("source") == "preprocess" and ctx.request.backend != "simulated":
+            self._preprocess()
+        self._recheck()
+        resumed_from = self._prepare_resume(bool(previous))
+        validate = ctx.output("validate")
+        spec = ctx.backend.train_command(self.config, num_processes=validate["num_processes"],
+                                         distributed=validate["distributed"])
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("a", encoding="utf-8") as handle:  # an append-only log: a boundary between launches
+            handle.write(f"=== ltx-pipeline: launch {len(previous) + 1} of stage {self.index} at "
+                         f"{time.strftime('%Y-%m-%d %H:%M:%S')} ===\n")
+        offset = self.log.stat().st_size
+        launched = journal.launch("train", self.index, spec, self.log)
+        journal.set_offset(launched, offset)
+        ctx.narrate(f"Stage {self.index}/{self.total} launched (pid {launched.pid}), log {self.log}: "
+                    f"{launched.printable}")
+        return resumed_from, replace(launched, log_offset=offset)
+
+    def _preprocess(self) -> None:
+        ctx, stage = self.ctx, self.data_stage
+        patch = ctx.output("config_patch")
+        preprocess(ctx, mode=get_mode(ctx.request.mode), metadata_file=Path(stage["metadata_file"]),
+                   buckets=parse_buckets(stage["buckets"]), output_dir=Path(stage["preprocessed_root"]),
+                   stage=self.index, model_path=patch["model_path"], text_encoder_path=patch["text_encoder_path"],
+                   pairing=ctx.output("data_check").get("conditions_pairing"), extra_flags=[])
+
+    def _recheck(self) -> None:
+        ctx, values = self.ctx, self.values()
+        findings = ctx.backend.validate(self.config, relaxed_paths=ctx.request.backend == "simulated")
+        if findings:
+            lines = format_findings(findings)
+            raise BadConfig(f"Stage {self.index} config no longer validates: {lines[0]}", where=str(self.config),
+                            fix="correct the named field, then `ltx-pipeline resume`",
+                            errors=[(line, line) for line in lines])
+        warm = (values.get("model") or {}).get("load_checkpoint")
+        if self.index > 1 and (values.get("checkpoints") or {}).get("no_resume") and warm and not Path(warm).exists():
+            raise RunFailed(f"Stage {self.index} warm-starts from {warm}, which does not exist",
+                            where=str(self.config), fix="let the previous stage finish (`ltx-pipeline resume`)")
+        if ctx.request.backend == "ltx":
+            _check_gpus_free(ctx.request.nvidia_smi)
+        if (values.get("wandb") or {}).get("enabled") and not wandb_credentials_resolve():
+            raise BadInput("wandb.enabled is true but no W&B credentials resolve", where=str(self.config),
+                           fix="run `wandb login` (or export WANDB_API_KEY), or set wandb.enabled: false")
+
+    def _prepare_resume(self, retried: bool) -> int | None:
+        pair = latest_pair(self.output_dir / "checkpoints")
+        if pair is None:
+            if retried:
+                self.ctx.narrate(f"Stage {self.index} has no complete checkpoint pair yet: relaunching from the start.")
+            return None
+        step = check_compatible(pair, self.values())
+        for record in patch_resume(self.config, pair, workspace=self.ctx.workspace):
+            self.ctx.narrate(f"{self.config.name}: {record['path']} {record['old']} -> {record['new']} "
+                             f"({record['reason']})")
+        self.ctx.narrate(f"Stage {self.index} resumes from its checkpoint at step {step} ({pair.weights.name}); "
+                         "the trainer restores the step and the scheduler.")
+        return step
+
+    def _apply_fix(self) -> None:
+        ctx, record_file = self.ctx, self.ctx.paths.root / "failure.json"
+        proposal = json.loads(record_file.read_text(encoding="utf-8")) if record_file.is_file() else None
+        if proposal is None or proposal.get("stage") != self.index:
+            ctx.narrate("--apply-fix: no proposed fix is recorded for this stage; retrying as is.")
+            return
+        if not proposal["diff"]:
+            ctx.narrate(f"--apply-fix: the last failure ({proposal['kind']}) has no config diff; retrying as is.")
+        else:
+            text, records = apply_patches(self.config.read_text(encoding="utf-8"),
+                                          [Patch(c["path"], c["new"], f"fix: {proposal['kind']}")
+                                           for c in proposal["diff"]])
+            atomic_write(self.config, text, root=ctx.workspace)
+            for record in records:
+                ctx.warn(f"{self.config.name}: patched {record.path} {record.old} -> {record.new} ({record.reason})")
+        record_file.unlink()
+
+    # -- after the trainer ended --------------------------------------------------------------------
+
+    def _completed(self) -> dict[str, Any] | None:
+        values = self.values()
+        steps = int((values.get("optimization") or {}).get("steps", 0))
+        prefix = "lora" if (values.get("model") or {}).get("training_mode", "lora") == "lora" else "model"
+        final = self.output_dir / "checkpoints" / f"{prefix}_weights_step_{steps:05d}.safetensors"
+        processes = self.ctx.journal.processes("train", self.index)
+        if not processes or not final.is_file():
+            return None
+        last = processes[-1]
+        if last.status == "running" and not last.alive():
+            last = self.ctx.journal.settle(last)
+        if last.status != "exited" or (last.exit() or {}).get("exit_code") != 0:
+            return None
+        return self._result(last, final, steps, None)
+
+    def _judge(self, handle: Any, follower: TrainingFollower, resumed_from: int | None) -> dict[str, Any]:
+        journal = self.ctx.journal
+        by_user = stop_requested(handle)
+        settled = journal.settle(handle, stopped_by_user=by_user)
+        record = settled.exit()
+        if by_user:
+            raise RunFailed(f"Training stage {self.index} was stopped by the user (exit "
+                            f"{record['exit_code'] if record else 'unknown'})", where=str(self.log),
+                            fix="`ltx-pipeline resume` continues from the newest checkpoint pair")
+        stats = follower.progress.stats
+        if record is not None and record["exit_code"] == 0:
+            if stats is None and not log_summary(self.log)["finished"]:
+                raise RunFailed(f"Training stage {self.index} exited 0 without its statistics block",
+                                where=str(self.log), fix="read the log's end; `ltx-pipeline resume` retries")
+            steps = int(self.values()["optimization"]["steps"])
+            pair = latest_pair(self.output_dir / "checkpoints")
+            final = pair.weights if pair else None
+            (self.ctx.paths.root / "failure.json").unlink(missing_ok=True)
+            return self._result(settled, final, pair.step if pair else steps, resumed_from)
+        code = record["exit_code"] if record else 137  # vanished without a record: killed (SIGKILL)
+        signal = record["signal"] if record else 9
+        failure, proposal, report = failure_report(self.log, self.values(), code, signal, self.index)
+        atomic_write(self.ctx.paths.root / "failure.md", report, root=self.ctx.workspace)
+        atomic_write(self.ctx.paths.root / "failure.json", json.dumps(proposal, indent=2), root=self.ctx.workspace)
+        diff = "; ".join(f"{c['path']}: {c['old']} -> {c['new']}" for c in proposal["diff"])
+        fix = (f"`ltx-pipeline resume --apply-fix` applies {diff}; `ltx-pipeline resume` retries as is" if diff
+               else f"{failure.fix[0].reason if failure.fix else 'see the log'}; then `ltx-pipeline resume`")
+        raise RunFailed(f"Training stage {self.index} failed ({failure.kind}, exit {code}): {failure.evidence}",
+                        where=str(self.ctx.paths.root / "failure.md"), fix=fix)
+
+    def _result(self, handle: Any, final: Path | None, step: int, resumed_from: int | None) -> dict[str, Any]:
+        summary = log_summary(self.log, lines=60)
+        return {"stage": self.index, "config": str(self.config), "output_dir": str(self.output_dir),
+                "log": str(self.log), "pid": handle.pid, "launch": handle.printable,
+                "final_checkpoint": str(final) if final else None, "final_step": step, "resumed_from": resumed_from,
+                "peak_gpu_memory_gb": summary["peak_gpu_memory_gb"], "wandb_url": summary["wandb_url"]}
+
+    def _pending(self, handle: Any) -> dict[str, Any]:
+        return {"stage": self.index, "pending": True, "pid": handle.pid, "log": str(self.log),
+                "launch": handle.printable, "output_dir": str(self.output_dir)}
+
+
+def _check_gpus_free(executable: str | None) -> None:
+    """Refuse to launch while another process holds GPU memory (more than a CUDA context's worth).
+
+    Raises:
+        Refused: a GPU is busy, named with its memory in use.
+    """
+    import os
+    import shutil
+    import subprocess
+
+    exe = executable or os.environ.get("LTX_PIPELINE_NVIDIA_SMI") or shutil.which("nvidia-smi") or "nvidia-smi"
+    try:
+        done = subprocess.run([exe, "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],  # noqa: S603
+                              capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Refused(f"Cannot check that the GPUs are free: {exc}", where=exe,
+                      fix="make nvidia-smi work (or pass --nvidia-smi), then `ltx-pipeline resume`") from None
+    busy = []
+    for line in done.stdout.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) == 2 and fields[1].isdigit() and int(fields[1]) > _BUSY_MIB:
+            busy.append(f"GPU {fields[0]} has {fields[1]} MiB in use")
+    if done.returncode != 0 or busy:
+        raise Refused("The GPUs are not free: " + ("; ".join(busy) or done.stderr.strip()[:200]), where=exe,
+                      fix="stop the other processes on them (see nvidia-smi), then `ltx-pipeline resume`")
+
+
+_BUSY_MIB = 1024  # more than an idle CUDA context: someone else's model or a leftover trainer
+
+
+PHASE = TrainPhase()

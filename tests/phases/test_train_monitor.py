@@ -1,0 +1,132 @@
+"""Train and monitor on the simulated backend, driven through the real CLI in-process."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import yaml
+
+from ltx_pipeline.cli import main
+from ltx_pipeline.engine.live import live_training
+from ltx_pipeline.steps.follow import log_summary
+from tests.phases.train_helpers import (
+    SURFACE,
+    clips,
+    resume,
+    simulated_args,
+    store_of,
+    training_registered,  # noqa: F401 - fixture
+)
+
+
+@pytest.mark.usefixtures("training_registered")
+def test_complete_run_writes_summary_plots_metrics_and_checkpoints(workspace, tmp_path, capsys) -> None:
+    code = main(simulated_args(workspace, clips(tmp_path / "data"), "--steps", "60"))
+    assert code == 0, capsys.readouterr().err
+    run_root = workspace / "r1"
+    summary = (run_root / "outputs" / "run-summary.md").read_text()
+    final = run_root / "outputs" / "checkpoints" / "lora_weights_step_00060.safetensors"
+    assert f"| 1 | 60 | `{final}` |" in summary
+    assert "| 1 | 3.37 s | 54.40 GB | 3 |" in summary  # the surface's step time, the trainer's peak
+    assert "simulated_trainer" in summary and "| optimization.steps | `60` |" in summary
+    for plot in ("loss.png", "step_time.png"):
+        assert (run_root / "outputs" / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    store, run = store_of(workspace)
+    assert [m.step for m in store.metrics(run.id, 1)] == [20, 40, 60]
+    assert [c.step for c in store.checkpoints(run.id, 1)] == [60]
+    assert len(store.processes(run.id, "train")) == 1
+    live = live_training(store, run, log_summary=log_summary, query_gpus=False)
+    assert live["state"] == "finished" and live["step"] == 60 and live["total"] == 60 and live["percent"] == 100.0
+    assert live["latest_checkpoint"] == str(final)
+    # A second resume skips everything: the stage is complete (final weights, exit 0).
+    assert resume(workspace) == 0
+    assert len(store.processes(run.id, "train")) == 1
+
+
+@pytest.mark.usefixtures("training_registered")
+def test_detach_then_resume_reattaches_without_relaunching(workspace, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("LTX_SIMULATED_TIME_SCALE", "0.01")  # ~0.03 s per step, 1 s model load
+    code = main(simulated_args(workspace, clips(tmp_path / "data"), "--steps", "100", "--detach"))
+    out = capsys.readouterr().out
+    assert code == 0 and "goes on without this process" in out
+    store, run = store_of(workspace)
+    [process] = store.processes(run.id, "train")
+    live = live_training(store, run, log_summary=log_summary, query_gpus=False)
+    assert live["state"] == "running" and live["stage"] == 1 and live["stages"] == 1
+    assert resume(workspace) == 0
+    assert [p.id for p in store.processes(run.id, "train")] == [process.id]  # re-attached, not relaunched
+    steps = [m.step for m in store.metrics(run.id, 1)]
+    assert steps == sorted(set(steps)) and steps[-1] == 100
+    assert (workspace / "r1" / "outputs" / "run-summary.md").is_file()
+
+
+@pytest.mark.usefixtures("training_registered")
+def test_failure_is_classified_and_apply_fix_patches_and_retries(workspace, tmp_path, capsys) -> None:
+    surface = yaml.safe_load(SURFACE.read_text())
+    # Drop the plan's baseline (bf16, adamw, batch 1, checkpointing): it runs out of memory at step 1.
+    # The 8-bit optimizer fits instead (the first rung of the OOM ladder the config does not already satisfy).
+    baseline = next(p for p in surface["points"] if p["knobs"] == {
+        "quantization": None, "optimizer_type": "adamw", "batch_size": 1, "enable_gradient_checkpointing": True})
+    surface["points"] = [p for p in surface["points"] if p is not baseline and not (
+        p["knobs"] == {**baseline["knobs"], "optimizer_type": "adamw8bit"})]
+    surface["points"].append({**baseline, "knobs": {**baseline["knobs"], "optimizer_type": "adamw8bit"}})
+    path = tmp_path / "surface.yaml"
+    path.write_text(yaml.safe_dump(surface))
+    code = main(simulated_args(workspace, clips(tmp_path / "data"), "--steps", "40", surface=path))
+    err = capsys.readouterr().err
+    assert code == 1 and "oom_training" in err and "optimization.optimizer_type: adamw -> adamw8bit" in err
+    proposal = json.loads((workspace / "r1" / "failure.json").read_text())
+    assert proposal["diff"] == [{"path": "optimization.optimizer_type", "old": "adamw", "new": "adamw8bit",
+                                 "reason": proposal["diff"][0]["reason"]}]
+    assert "```diff" in (workspace / "r1" / "failure.md").read_text()
+    assert resume(workspace) == 1  # without --apply-fix: retried as is, fails the same way
+    assert resume(workspace, "--apply-fix") == 0
+    config = yaml.safe_load((workspace / "r1" / "config.yaml").read_text())
+    assert config["optimization"]["optimizer_type"] == "adamw8bit"
+    assert not (workspace / "r1" / "failure.json").exists()
+    store, run = store_of(workspace)
+    assert [p.status for p in store.processes(run.id, "train")] == ["exited", "exited", "exited"]
+
+
+@pytest.mark.usefixtures("training_registered")
+def test_stop_is_recorded_as_stopped_by_the_user_and_resume_continues(workspace, tmp_path, monkeypatch,
+                                                                       capsys) -> None:
+    from ltx_pipeline.cli.training import stop
+
+    monkeypatch.setenv("LTX_SIMULATED_TIME_SCALE", "0.02")
+    assert main(simulated_args(workspace, clips(tmp_path / "data"), "--steps", "200", "--detach")) == 0
+    store, run = store_of(workspace)
+    log = workspace / "r1" / "logs" / "train.log"
+    deadline = time.monotonic() + 20
+    while "Step 20/" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stop(workspace=workspace, run_name="r1", interrupt_timeout=5, terminate_timeout=5) == 0
+    [process] = store.processes(run.id, "train")
+    assert process.status == "stopped" and process.stopped_by_user
+    live = live_training(store, run, log_summary=log_summary, query_gpus=False)
+    assert live["state"] == "stopped" and live["last_log_line"]
+    assert stop(workspace=workspace, run_name="r1") == 0  # nothing left to stop: says so
+    assert "nothing to stop" in capsys.readouterr().out
+    monkeypatch.setenv("LTX_SIMULATED_TIME_SCALE", "0")
+    assert resume(workspace) == 0  # relaunched (no checkpoint yet at interval 250: from the start, said so)
+    assert len(store.processes(run.id, "train")) == 2
+
+
+@pytest.mark.usefixtures("training_registered")
+def test_dead_trainer_shows_crashed_with_its_last_line_never_running(workspace, tmp_path, monkeypatch) -> None:
+    import os
+    import signal
+
+    monkeypatch.setenv("LTX_SIMULATED_TIME_SCALE", "0.02")
+    assert main(simulated_args(workspace, clips(tmp_path / "data"), "--steps", "200", "--detach")) == 0
+    store, run = store_of(workspace)
+    [process] = store.processes(run.id, "train")
+    os.killpg(process.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while live_training(store, run, query_gpus=False)["state"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    live = live_training(store, run, log_summary=log_summary, query_gpus=False)
+    assert live["state"] == "crashed" and live["last_log_line"]
+    assert store.processes(run.id, "train")[0].status == "running"  # the row alone is not trusted
