@@ -44,6 +44,9 @@ class RunRequest(BaseModel):
     steps: int | None = Field(default=None, ge=1, le=10_000_000)
     learning_rate: float | None = Field(default=None, gt=0, le=1.0)
     effective_batch: int = Field(default=1, ge=1, le=4096)
+    processes: int | None = Field(default=None, ge=1, le=64)  # training processes; default one per GPU
+    checkpoint_interval: int | None = Field(default=None, ge=1)
+    validation_interval: int | None = Field(default=None, ge=1)
     trigger: str | None = None
     trainer_root: str | None = None
     model_path: str | None = None
@@ -53,6 +56,9 @@ class RunRequest(BaseModel):
     assume_gpu: str | None = None
     nvidia_smi: str | None = None
     accept_risk: bool = False
+    # Reference backend only: factor from the toy's measured bytes to GPU-sized figures, so an assumed
+    # GPU's capacity applies to it (the demo sets it; see the README).
+    reference_memory_scale: float | None = Field(default=None, gt=0)
     headroom: float = Field(default=0.05, ge=0.0, lt=0.5)  # autotune keeps peak VRAM under capacity x (1 - headroom)
     fresh_preprocess: bool = False  # ignore an existing .precomputed and preprocess into the run's own folder
 

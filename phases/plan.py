@@ -37,11 +37,13 @@ class PlanPhase:
         request = ctx.request
         mode = get_mode(request.mode)
         tier = Tier(probe["tier"]["key"], probe["tier"]["name"], probe["tier"]["base"])
-        recipe = build_recipe(mode=mode, tier=tier, gpu_count=probe["gpu_count"],
+        recipe = build_recipe(mode=mode, tier=tier, gpu_count=request.processes or probe["gpu_count"],
                               training_mode=request.training_mode, strategy=request.strategy,
                               stages=request.stages(), buckets_given=request.buckets is not None,
                               rank=request.rank, steps=request.steps, learning_rate=request.learning_rate,
-                              effective_batch=request.effective_batch)
+                              effective_batch=request.effective_batch,
+                              checkpoint_interval=request.checkpoint_interval,
+                              validation_interval=request.validation_interval)
         warnings = list(recipe.warnings) + _clip_warnings(probe, recipe)
         for warning in warnings:
             ctx.warn(warning)

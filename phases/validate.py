@@ -45,14 +45,16 @@ class ValidatePhase:
         configs = ctx.output("config_patch")["configs"]
         return {"config_patch": digest(ctx.output("config_patch")), "data_check": digest(ctx.output("data_check")),
                 "configs": {c["config"]: file_digest(Path(c["config"])) for c in configs},
-                "gpus": ctx.output("probe")["gpu_count"]}
+                "gpus": ctx.output("probe")["gpu_count"], "processes": ctx.request.processes}
 
     def run(self, ctx: RunContext) -> PhaseResult:
         ctx.narrate("Validating every stage's config against the trainer's schema and the rules it only meets at "
                     "runtime, then building the launch command. Nothing is launched.")
         probe, data = ctx.output("probe"), ctx.output("data_check")
         recipe = ctx.output("plan")["recipe"]
-        processes = max(1, probe["gpu_count"]) if ctx.request.backend != "reference" else 1
+        # One process per GPU; the toy reference trainer runs one process unless asked for more.
+        default = max(1, probe["gpu_count"]) if ctx.request.backend != "reference" else 1
+        processes = ctx.request.processes or default
         distributed = distributed_mode(recipe["training_mode"], processes)
         stages, problems, patches = [], [], []
         for entry, stage in zip(ctx.output("config_patch")["configs"], data["stages"], strict=True):

@@ -16,7 +16,7 @@ BACKEND_NAMES = ("ltx", "reference", "simulated")
 
 
 def make_backend(name: str, *, trainer_root: str | None = None, surface: str | None = None,
-                 assume_gpu: str | None = None) -> TrainerBackend:
+                 assume_gpu: str | None = None, memory_scale: float | None = None) -> TrainerBackend:
     """Build the backend a run asked for.
 
     Raises:
@@ -30,9 +30,10 @@ def make_backend(name: str, *, trainer_root: str | None = None, surface: str | N
     if name == "reference":
         from ltx_pipeline.backends.reference import ReferenceBackend
 
-        # An assumed GPU's memory becomes the toy's device capacity (scaled; see ReferenceBackend).
+        # An assumed GPU's memory becomes the toy's device capacity, against its measured bytes
+        # multiplied by ``memory_scale`` (without a scale the toy's bytes are far below any card).
         capacity = _assumed_memory_mib(assume_gpu) if assume_gpu else None
-        return ReferenceBackend(capacity_mib=capacity)
+        return ReferenceBackend(capacity_mib=capacity, memory_scale=memory_scale)
     if name == "simulated":
         if not surface:
             raise BadRequest("The simulated backend needs a cost surface", where="--surface",

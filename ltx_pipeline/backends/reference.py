@@ -9,13 +9,10 @@ assumed GPU is passed to it as a device capacity through the environment (see
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-import yaml
 
 from ltx_pipeline.backends.base import Distributed, LaunchSpec
 from ltx_pipeline.backends.launch import LOG_ENV, accelerate_args, check_processes
@@ -27,19 +24,12 @@ __all__ = ["ReferenceBackend"]
 TEMPLATES = Path(__file__).resolve().parent / "reference_configs"
 CAPACITY_ENV = "LTX_REFERENCE_DEVICE_CAPACITY_MIB"
 SCALE_ENV = "LTX_REFERENCE_MEMORY_SCALE"
-# LTX-2.3 and LTX 2.5 have 22B parameters (facts §8), held in bf16 for LoRA training.
-LTX_WEIGHT_BYTES = 22e9 * 2
-_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
-                "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
-
-
 class ReferenceBackend:
     """The toy trainer in ``ltx_pipeline.reference_trainer``.
 
-    For an assumed GPU (``--assume-gpu``), the toy's measured memory is scaled by the ratio of
-    LTX-2's bf16 weights to the toy's, so that the assumed card's real capacity applies: the weights
-    take the same share of it as LTX-2's do (on the 32GB tier unquantized weights alone do not fit,
-    as for the 22B model). Without an assumed GPU the toy runs on what it has (CPU: no limit).
+    With an assumed GPU (``--assume-gpu``) its memory is the toy's device capacity, checked against
+    the toy's measured bytes times ``memory_scale`` (``--reference-memory-scale``); without one the toy
+    runs on what it has (the CPU: no limit).
     """
 
     name = "reference"
@@ -49,14 +39,11 @@ class ReferenceBackend:
         self.capacity_mib = capacity_mib
         self.memory_scale = memory_scale
 
-    def _env(self, config_path: Path | None = None) -> dict[str, str]:
+    def _env(self) -> dict[str, str]:
         env = dict(LOG_ENV)
         if self.capacity_mib is not None:
             env[CAPACITY_ENV] = str(self.capacity_mib)
-            scale = self.memory_scale or (_scale_for(config_path) if config_path else None)
-            if scale:
-                env[SCALE_ENV] = repr(scale)
-        elif self.memory_scale is not None:
+        if self.memory_scale is not None:
             env[SCALE_ENV] = repr(self.memory_scale)
         return env
 
@@ -87,7 +74,7 @@ class ReferenceBackend:
         else:
             raise BadInput(f"The reference backend runs single-process or DDP, not {distributed}",
                            where="--distributed", fix="use --distributed ddp (or none)")
-        return LaunchSpec(tuple(argv), config_path.resolve().parent, self._env(config_path))
+        return LaunchSpec(tuple(argv), config_path.resolve().parent, self._env())
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
                            text_encoder_path: str, trigger: str | None = None,
@@ -123,28 +110,3 @@ class ReferenceBackend:
                 "--seed", str(seed))
         return LaunchSpec(argv, output.resolve().parent, dict(LOG_ENV))
 
-
-def _scale_for(config_path: Path) -> float | None:
-    """LTX-2's bf16 weight bytes over the toy's, from the base file the config names."""
-    try:
-        model_path = Path((yaml.safe_load(config_path.read_text(encoding="utf-8")) or {})["model"]["model_path"])
-        toy_bytes = 2 * weight_count(model_path)
-    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError):
-        return None
-    return LTX_WEIGHT_BYTES / toy_bytes if toy_bytes else None
-
-
-def weight_count(path: Path) -> int:
-    """Number of parameters in a .safetensors file, read from its JSON header (no torch)."""
-    with path.open("rb") as handle:
-        size = int.from_bytes(handle.read(8), "little")
-        header = json.loads(handle.read(size))
-    total = 0
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        count = 1
-        for dim in info["shape"]:
-            count *= dim
-        total += count
-    return total

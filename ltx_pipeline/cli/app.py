@@ -15,6 +15,7 @@ from rich.console import Console
 
 from ltx_pipeline.backends import make_backend
 from ltx_pipeline.cli.bench import bench_app
+from ltx_pipeline.cli.demo import demo as demo_command
 from ltx_pipeline.cli.render import print_event, print_json, render_status
 from ltx_pipeline.cli.training import TrainingProgressBar
 from ltx_pipeline.cli.training import stop as stop_command
@@ -52,13 +53,15 @@ def _request_options(dataset: Path | None, mode: str | None, training_mode: str 
                      model_path: str | None, text_encoder_path: str | None, backend: str | None,
                      assume_gpu: str | None, nvidia_smi: str | None, accept_risk: bool | None,
                      surface: Path | None = None, fresh_preprocess: bool | None = None,
-                     headroom: float | None = None) -> dict[str, Any]:
+                     headroom: float | None = None, processes: int | None = None,
+                     checkpoint_interval: int | None = None, validation_interval: int | None = None) -> dict[str, Any]:
     """The request fields the user actually gave (None means "not given")."""
     given = dict(mode=mode, training_mode=training_mode, strategy=strategy, buckets=buckets, rank=rank,
                  steps=steps, learning_rate=learning_rate, effective_batch=effective_batch, trigger=trigger,
                  model_path=model_path, text_encoder_path=text_encoder_path, backend=backend,
                  assume_gpu=assume_gpu, nvidia_smi=nvidia_smi, accept_risk=accept_risk,
-                 fresh_preprocess=fresh_preprocess, headroom=headroom)
+                 fresh_preprocess=fresh_preprocess, headroom=headroom, processes=processes,
+                 checkpoint_interval=checkpoint_interval, validation_interval=validation_interval)
     if dataset is not None:
         given["dataset"] = str(_existing(dataset, "--dataset"))
     for key in ("model_path", "text_encoder_path", "nvidia_smi"):
@@ -127,7 +130,7 @@ def _drive(ws: Workspace, store: Store, run: Run, request: RunRequest, approve: 
 
     store.update_request(run.id, request.model_dump(mode="json"))
     backend = make_backend(request.backend, trainer_root=request.trainer_root, surface=request.surface,
-                           assume_gpu=request.assume_gpu)
+                           assume_gpu=request.assume_gpu, memory_scale=request.reference_memory_scale)
     bar = TrainingProgressBar(out)
     runner = Runner(store, ws, PHASES, backend=backend, on_event=on_event,
                     options={**(options or {}), "on_progress": bar})
@@ -183,13 +186,17 @@ def run(
     fresh_preprocess: Annotated[bool | None, typer.Option(
         "--fresh-preprocess", help="Ignore an existing .precomputed; preprocess into the run's folder.")] = None,
     headroom: Annotated[float | None, typer.Option(help="Autotune VRAM headroom (default 0.05).")] = None,
+    processes: Annotated[int | None, typer.Option(help="Training processes (default: one per GPU).")] = None,
+    checkpoint_interval: Annotated[int | None, typer.Option(help="Steps between checkpoints (default 250).")] = None,
+    validation_interval: Annotated[int | None, typer.Option(help="Steps between validations (default 100).")] = None,
     approve: Annotated[bool, typer.Option("--approve", help="Approve the plan as soon as it is written.")] = False,
     detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
 ) -> int:
     """Create (or update) a run and drive it: probe, plan, then stop for approval."""
     options = _request_options(dataset, mode, training_mode, strategy, buckets, rank, steps, learning_rate,
                                effective_batch, trigger, trainer_root, model_path, text_encoder_path, backend,
-                               assume_gpu, nvidia_smi, accept_risk, surface, fresh_preprocess, headroom)
+                               assume_gpu, nvidia_smi, accept_risk, surface, fresh_preprocess, headroom, processes,
+                               checkpoint_interval, validation_interval)
     ws, store = _open(workspace)
     run_row, request = _prepare_run(ws, store, run_name, _with_request_file(request_file, options))
     return _drive(ws, store, run_row, request, approve, {"detach": detach})
@@ -263,6 +270,7 @@ def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
 
 
 app.command("stop")(stop_command)
+app.command("demo")(demo_command)
 app.add_typer(bench_app, name="bench")
 
 

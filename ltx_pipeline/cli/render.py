@@ -89,16 +89,24 @@ def _render_autotune(console: Console, sweep: dict[str, Any]) -> None:
     for column in ("#", "knobs", "outcome", "s/step", "peak GB", "val. peak GB", "seconds", "reason"):
         table.add_column(column, overflow="fold")
     for t in sweep["trials"]:
-        knobs = ", ".join(f"{k}={v}" for k, v in (t["knobs"] or {}).items())
+        knobs = _knobs(t["knobs"])
         table.add_row(str(t["number"]), knobs, t["outcome"] or "", _num(t["step_time_s"]), _num(t["peak_vram_gb"]),
                       _num(t["validation_peak_vram_gb"]), _num(t["seconds"]), t["reason"] or "")
     for p in sweep["pruned"]:
-        knobs = ", ".join(f"{k}={v}" for k, v in (p.get("knobs") or {}).items())
+        knobs = _knobs(p.get("knobs"))
         table.add_row("-", knobs, "pruned", "", "", "", "", p.get("reason", ""))
     console.print(table)
     if sweep.get("winner"):
-        console.print(f"  winner: {sweep['winner']} (changes: {sweep.get('deltas') or 'none'})", markup=False,
-                      highlight=False)
+        console.print(f"  winner: {_knobs(sweep['winner'])} (changes: {sweep.get('deltas') or 'none'})",
+                      markup=False, highlight=False)
+
+
+def _knobs(knobs: dict[str, Any] | None) -> str:
+    """q=int8 opt=adamw8bit b=1 ckpt=on: short enough for a table column."""
+    if not knobs:
+        return ""
+    return (f"q={knobs.get('quantization') or 'null'} opt={knobs.get('optimizer_type')} b={knobs.get('batch_size')}"
+            f" ckpt={'on' if knobs.get('enable_gradient_checkpointing') else 'off'}")
 
 
 def _num(value: Any) -> str:

@@ -69,7 +69,8 @@ class Recipe:
 
 def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, training_mode: str, strategy: str,
                  stages: list[tuple[Bucket, ...]], buckets_given: bool, rank: int | None, steps: int | None,
-                 learning_rate: float | None, effective_batch: int) -> Recipe:
+                 learning_rate: float | None, effective_batch: int, checkpoint_interval: int | None = None,
+                 validation_interval: int | None = None) -> Recipe:
     """Derive the recipe; see the module docstring for the rules applied."""
     assumptions: list[str] = []
     warnings: list[str] = []
@@ -117,16 +118,21 @@ def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, training_mode: str, 
         launch = (f"accelerate launch, {gpu_count} processes, "
                   + ("FSDP (configs/accelerate/fsdp.yaml)" if training_mode == "full" else "DDP"))
     largest = max((b for s in stages for b in s), key=lambda b: b.tokens)
-    assumptions.append(f"validation every {VALIDATION_INTERVAL} steps at {largest} (the largest training bucket)")
-    assumptions.append(f"checkpoints every {CHECKPOINT_INTERVAL} steps, keeping all (keep_last_n -1: the "
+    validation_every = validation_interval or VALIDATION_INTERVAL
+    checkpoint_every = checkpoint_interval or CHECKPOINT_INTERVAL
+    if validation_interval is None:
+        assumptions.append(f"validation every {validation_every} steps at {largest} (the largest training bucket)")
+    if checkpoint_interval is None:
+        assumptions.append(f"checkpoints every {checkpoint_every} steps")
+    assumptions.append("checkpoints: keep all (keep_last_n -1: the "
                        "trainer's keep_last_n 1 deletes its own final weights when steps divide the interval)")
     assumptions.append("seed 42, W&B as the probe found it, outputs under the run folder")
     return Recipe(mode=mode.name, template=template, tier_name=tier.name, base=tier.base,
                   training_mode=training_mode, strategy=strategy, stages=tuple(built_stages), knobs=knobs,
                   rank=rank, alpha=rank, steps=steps, effective_batch=per_gpu * max(gpu_count, 1),
                   num_processes=max(gpu_count, 1), launch=launch, validation_dims=str(largest),
-                  checkpoint_interval=CHECKPOINT_INTERVAL, keep_last_n=-1,
-                  validation_interval=VALIDATION_INTERVAL, assumptions=tuple(assumptions),
+                  checkpoint_interval=checkpoint_every, keep_last_n=-1,
+                  validation_interval=validation_every, assumptions=tuple(assumptions),
                   warnings=tuple(warnings))
 
 

@@ -1,0 +1,40 @@
+"""The demo end to end, as a user runs it: a real process, checked through `status --json` and its files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ENGINE = [sys.executable, "-c", "from ltx_pipeline.cli import main; main()"]
+PHASES = ["probe", "plan", "data_check", "config_patch", "validate", "autotune", "train", "monitor"]
+
+
+@pytest.mark.timeout(900)
+def test_demo_runs_every_phase_with_an_oom_trial_a_winner_checkpoints_and_a_summary(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    done = subprocess.run([*ENGINE, "demo", "--workspace", str(workspace)], capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "approves its own plan" in done.stdout and "not LTX-2" in done.stdout
+    status = subprocess.run([*ENGINE, "status", "--workspace", str(workspace), "--json"], capture_output=True,
+                            text=True, timeout=120)
+    run = json.loads(status.stdout)["runs"][0]
+    assert run["state"] == "finished"
+    assert [p["phase"] for p in run["phases"]] == PHASES
+    assert all(p["status"] == "succeeded" for p in run["phases"])
+    assert run["request"]["backend"] == "reference" and run["request"]["assume_gpu"].startswith("NVIDIA GeForce")
+    sweep = run["autotune"]
+    assert any(t["outcome"].startswith("oom") for t in sweep["trials"]), sweep["trials"]
+    assert sweep["winner"]["quantization"] == "int8-quanto"  # on the 32GB tier, unquantized does not fit
+    root = workspace / run["name"]
+    checkpoints = sorted(p.name for p in (root / "outputs" / "checkpoints").glob("lora_weights_step_*.safetensors"))
+    assert checkpoints == ["lora_weights_step_00020.safetensors", "lora_weights_step_00040.safetensors"]
+    assert list((root / "outputs" / "samples").glob("step_*.png"))
+    for name in ("plan.md", "config.yaml", "autotune.md", "autotune.png", "outputs/run-summary.md",
+                 "outputs/loss.png", "outputs/step_time.png"):
+        assert (root / name).is_file(), name
+    assert run["training"]["state"] == "finished" and run["training"]["step"] == 40
