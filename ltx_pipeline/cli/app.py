@@ -15,6 +15,8 @@ from rich.console import Console
 
 from ltx_pipeline.backends import make_backend
 from ltx_pipeline.cli.bench import bench_app
+from ltx_pipeline.cli.config_tools import command as command_command
+from ltx_pipeline.cli.config_tools import validate as validate_command
 from ltx_pipeline.cli.demo import demo as demo_command
 from ltx_pipeline.cli.render import print_event, print_json, render_status
 from ltx_pipeline.cli.training import TrainingProgressBar
@@ -271,6 +273,8 @@ def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
 
 app.command("stop")(stop_command)
 app.command("demo")(demo_command)
+app.command("validate")(validate_command)
+app.command("command")(command_command)
 app.add_typer(bench_app, name="bench")
 
 

@@ -46,7 +46,10 @@ SMI_LINE = "0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3, 
 
 # Function-scoped fixtures (capsys, fake_smi, isolated_env's HOME) are shared by the examples on
 # purpose: every example snapshots and checks them itself.
-PROPERTY = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Derandomized and without an example database: the same examples on every machine, nothing written
+# into the repository.
+PROPERTY = settings(max_examples=30, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 JSON_SCALAR = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT
 JSON_VALUE = st.recursive(JSON_SCALAR, lambda inner: st.lists(inner, max_size=4)
@@ -146,8 +149,8 @@ def test_any_run_name_is_refused_in_one_line_or_kept_inside_the_workspace(capsys
         assert_documented(code, err)
         if code != 2 and name:  # accepted: the run's folder is a direct child of the workspace
             assert validate_run_name(name) == name and (root / "ws" / name / "run.yaml").is_file()
-        elif (root / "ws").exists():  # refused: no run folder was made anywhere
-            assert not [p for p in (root / "ws").iterdir() if p.is_dir() and p.name != "logs"]
+        elif code == 2 and (root / "ws").exists():  # refused: no run folder was made anywhere
+            assert not [p for p in (root / "ws").iterdir() if p.is_dir() and p.name != "logs"], err
 
 
 # --- metadata files -------------------------------------------------------------------------------------
@@ -162,7 +165,8 @@ def as_csv(rows: list[dict[str, Any]]) -> str:
     writer = csv.writer(buffer)
     writer.writerow(keys)
     for row in rows:
-        writer.writerow([json.dumps(row.get(k)) if not isinstance(row.get(k), str) else row[k] for k in keys])
+        # Cells stay short: a media path longer than NAME_MAX is the known bug tested on its own below.
+        writer.writerow([(row[k] if isinstance(row.get(k), str) else json.dumps(row.get(k)))[:60] for k in keys])
     return buffer.getvalue()
 
 
@@ -192,6 +196,20 @@ def test_any_metadata_file_is_refused_in_one_line_or_planned(capsys, metadata) -
         assert_documented(code, err)
 
 
+@pytest.mark.xfail(strict=True, reason="probe lets OSError(ENAMETOOLONG) from a media path escape: exit 1, not 2")
+@pytest.mark.parametrize("suffix", [".json", ".csv"])
+def test_metadata_media_path_longer_than_a_file_name_is_refused_as_bad_input(capsys, suffix) -> None:
+    with scratch() as root:
+        data = root / "data"
+        clips(data)
+        rows = [{"caption": "a fox", "video": "v" * 300 + ".mp4"}]
+        path = data / f"meta{suffix}"
+        path.write_text(json.dumps(rows) if suffix == ".json" else as_csv(rows).replace(rows[0]["video"][:60],
+                                                                                          rows[0]["video"]))
+        code, err = drive(capsys, root, ["--run", "r", "--dataset", str(path), "--assume-gpu", H100])
+        assert code == 2 and "OSError" not in err, err
+
+
 # --- mutated trainer configs ----------------------------------------------------------------------------
 
 def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
@@ -219,7 +237,7 @@ def mutate(data: dict, choice: Callable[[list], Any], value: Any, kind: str, new
 TEMPLATE_DATA = yaml.safe_load(TEMPLATE.read_text())
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
 @given(data=st.data(), mutations=st.lists(st.tuples(st.sampled_from(["drop", "rename", "retype"]), JSON_VALUE,
                                                     st.from_regex(r"x_[a-z]{1,8}", fullmatch=True)),
                                           min_size=1, max_size=3))

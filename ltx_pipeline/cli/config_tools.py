@@ -1,0 +1,87 @@
+"""Standalone config tools for any trainer config, in or out of a run: ``validate`` and ``command``.
+
+``validate`` runs the schema check (the trainer's own validator when a synced checkout is given,
+else the mirror) plus the rules the trainer only meets at runtime; ``command`` prints the launch
+command for a distributed mode and never runs it. They replace the skill's two helper scripts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from ltx_pipeline.backends.base import DISTRIBUTED_MODES
+from ltx_pipeline.backends.ltx import LtxBackend
+from ltx_pipeline.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
+from ltx_pipeline.ltx.launch_checks import launch_checks
+from ltx_pipeline.ltx.trainer_config import format_findings, load_trainer_config_file
+
+__all__ = ["command", "validate"]
+
+TrainerRootOpt = Annotated[Path | None, typer.Option("--trainer-root", help="LTX-2 checkout (default $LTX2_ROOT); "
+                                                     "its synced environment validates with the trainer itself.")]
+
+
+def _backend(trainer_root: Path | None) -> LtxBackend:
+    root = trainer_root or (Path(os.environ["LTX2_ROOT"]) if os.environ.get("LTX2_ROOT") else None)
+    return LtxBackend(root)
+
+
+def validate(config: Annotated[Path, typer.Argument(help="A trainer config YAML.")],
+             relaxed_paths: Annotated[bool, typer.Option("--relaxed-paths", help="Accept placeholder paths "
+                                                         "(never accepted for a launch).")] = False,
+             num_processes: Annotated[int, typer.Option(help="Processes the launch will use.")] = 1,
+             trainer_root: TrainerRootOpt = None,
+             as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
+    """Check a trainer config: exit 0 when it may launch, 2 with every finding and its fix when not."""
+    from ltx_pipeline.cli.app import out
+
+    data = load_trainer_config_file(config)
+    findings = _backend(trainer_root).validate(config, relaxed_paths=relaxed_paths)
+    checks = [] if findings else launch_checks(data, num_processes=num_processes, cwd=config.resolve().parent)
+    errors = format_findings(findings) + [c.line() for c in checks if c.severity == "error"]
+    warnings = [c.line() for c in checks if c.severity == "warning"]
+    if relaxed_paths:
+        warnings.append("paths were not checked (--relaxed-paths); validate strictly before a launch")
+    report: dict[str, Any] = {"config": str(config.resolve()), "ok": not errors and not relaxed_paths,
+                              "errors": errors, "warnings": warnings}
+    if as_json:
+        out.print_json(json.dumps(report))
+    else:
+        for line in errors:
+            out.print(f"error: {line}", markup=False, highlight=False)
+        for line in warnings:
+            out.print(f"warning: {line}", markup=False, highlight=False)
+        if not errors:
+            out.print(f"{config}: valid" + (" (placeholders allowed)" if relaxed_paths else ""), markup=False)
+    return EXIT_OK if not errors else EXIT_BAD_INPUT
+
+
+def command(config: Annotated[Path, typer.Argument(help="A trainer config YAML.")],
+            distributed: Annotated[str, typer.Option(help="none, ddp, ddp-compile, fsdp or fsdp-compile.")] = "none",
+            num_processes: Annotated[int, typer.Option(help="Processes (GPUs) for accelerate.")] = 1,
+            trainer_root: TrainerRootOpt = None,
+            as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
+    """Print the launch command for a trainer config (argv and a copy-pasteable line); never run it."""
+    from ltx_pipeline.cli.app import out
+
+    if distributed not in DISTRIBUTED_MODES:
+        raise BadInput(f"Unknown distributed mode {distributed!r}", where="--distributed",
+                       fix="choose " + ", ".join(DISTRIBUTED_MODES))
+    if not config.is_file():
+        raise BadInput(f"Config file {config} does not exist", where=str(config), fix="pass an existing YAML file")
+    try:
+        yaml.safe_load(config.read_text(encoding="utf-8"))
+    except yaml.YAMLError:
+        load_trainer_config_file(config)  # raises the one-line error with the line number
+    spec = _backend(trainer_root).train_command(config, num_processes=num_processes, distributed=distributed)
+    if as_json:
+        out.print_json(json.dumps({**spec.to_record(), "executes_training": False}))
+    else:
+        out.print(spec.printable, markup=False, highlight=False, soft_wrap=True)
+    return EXIT_OK
