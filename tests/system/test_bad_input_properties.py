@@ -156,7 +156,7 @@ def test_any_run_name_is_refused_in_one_line_or_kept_inside_the_workspace(capsys
 # --- metadata files -------------------------------------------------------------------------------------
 
 ROW = st.fixed_dictionaries({}, optional={"caption": JSON_VALUE, "video": JSON_VALUE | st.just("videos/c0.mp4"),
-                                          "media_path": JSON_VALUE, "image": JSON_VALUE, TEXT: JSON_VALUE})
+                                          "media_path": JSON_VALUE, "image": JSON_VALUE, "extra": JSON_VALUE})
 
 
 def as_csv(rows: list[dict[str, Any]]) -> str:
