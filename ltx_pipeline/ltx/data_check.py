@@ -121,6 +121,14 @@ class MetadataReport:
         return {media: sample_name(base, media) for media in self.primary_media()}
 
 
+def _is_file(path: Path) -> bool:
+    """``Path.is_file`` that treats any OS error (e.g. a name too long for the filesystem) as missing."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def check_metadata(metadata_file: Path, mode: Mode, *, caption_column: str = "caption") -> MetadataReport:
     """Check a metadata file against what a mode's preprocessing needs.
 
@@ -163,7 +171,7 @@ def check_metadata(metadata_file: Path, mode: Mode, *, caption_column: str = "ca
                                 f"{len(empty_rows)} row(s) of {metadata_file.name} have no `{column}` path "
                                 f"(rows {name_some(empty_rows)})", where,
                                 f"fill in `{column}` for those rows or remove them"))
-        missing = [value for value in media_by_column[wanted] if not resolve_media(base, value).is_file()]
+        missing = [value for value in media_by_column[wanted] if not _is_file(resolve_media(base, value))]
         if missing:
             checks.append(Check("error", "missing-media",
                                 f"{len(missing)} file(s) in `{column}` of {metadata_file.name} do not exist: "

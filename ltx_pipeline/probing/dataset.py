@@ -252,7 +252,7 @@ def _resolve_media(base: Path, value: str) -> Path:
 def _media_column(rows: list[dict[str, Any]], column: str, base: Path) -> MediaColumn:
     values = [row.get(column) for row in rows]
     named = [value for value in values if isinstance(value, str) and value.strip()]
-    missing = [value for value in named if not _resolve_media(base, value.strip()).is_file()]
+    missing = [value for value in named if not _is_file(_resolve_media(base, value.strip()))]
     return MediaColumn(column, len(named), len(missing), tuple(missing[:_MAX_EXAMPLES]))
 
 
@@ -370,6 +370,14 @@ def _prior_run_warnings(info: PriorRunInfo) -> list[str]:
         return [f"Weights up to step {info.weights_without_state[0]} but no training state: resuming "
                 "restarts the step counter at 0."]
     return ["No complete checkpoint (weights plus training state) was found: start a fresh run."]
+
+
+def _is_file(path: Path) -> bool:
+    """``Path.is_file`` that treats any OS error (e.g. a name too long for the filesystem) as missing."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def classify_dataset(path: Path) -> DatasetInfo:

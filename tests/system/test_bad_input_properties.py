@@ -196,7 +196,6 @@ def test_any_metadata_file_is_refused_in_one_line_or_planned(capsys, metadata) -
         assert_documented(code, err)
 
 
-@pytest.mark.xfail(strict=True, reason="probe lets OSError(ENAMETOOLONG) from a media path escape: exit 1, not 2")
 @pytest.mark.parametrize("suffix", [".json", ".csv"])
 def test_metadata_media_path_longer_than_a_file_name_is_refused_as_bad_input(capsys, suffix) -> None:
     with scratch() as root:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from ltx_pipeline.cli import main
+from ltx_pipeline.store import Store
 from tests.phases.test_data_config_validate import write_latents
 from tests.phases.train_helpers import SURFACE, clips, simulated_args
 
@@ -159,3 +160,10 @@ def test_existing_precomputed_and_checkpoints_survive_a_full_run_and_a_fresh_pre
     assert code == 0, capsys.readouterr().err
     assert snapshot(data.parent) == before
     assert (workspace / "r2" / "outputs" / "run-summary.md").is_file()
+    # The first run reused the user's latents in place; the second preprocessed into its own folder.
+    store = Store.open(workspace / "ltx-pipeline.db")
+    sources = {name: [(s["source"], s["preprocessed_root"]) for s in
+                      store.latest_phase_runs(store.get_run(name).id)["data_check"].outputs["stages"]]
+               for name in ("r1", "r2")}
+    assert sources == {"r1": [("reuse", str(data.parent / ".precomputed"))],
+                       "r2": [("preprocess", str(workspace.resolve() / "r2" / "dataset" / ".precomputed"))]}
