@@ -2,9 +2,7 @@
 
 Owns the row reader the data-check rules use, and the trainer's naming rule that maps a media path
 to the relative ``.pt`` name every ``.precomputed/`` subfolder stores it under (facts §6.2). It
-lives in ``ltx/`` (not ``probing/``) because the layer contract lets ``ltx`` import nothing above
-it; ``probing.dataset`` keeps a reader of its own with the same formats and the same one-line
-``BadDataset`` errors.
+lives in ``ltx/`` so that both the probe and the data-check rules read metadata the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +18,9 @@ from ltx_pipeline.errors import BadDataset
 __all__ = ["metadata_columns", "read_metadata_rows", "resolve_media", "sample_name"]
 
 _EXTRA = "\0extra"
+_KNOWN_COLUMNS = {"caption", "text", "prompt", "captions", "description", "video", "media_path", "audio",
+                  "reference_video", "ref_media_path", "reference_audio", "video_mask", "audio_mask"}
+_MEDIA_SUFFIXES = {".mp4", ".mov", ".mkv", ".webm", ".avi", ".png", ".jpg", ".jpeg", ".wav", ".mp3", ".flac"}
 
 
 def _bad(what: str, path: Path, fix: str) -> BadDataset:
@@ -94,6 +95,10 @@ def _csv_rows(text: str, path: Path) -> list[dict[str, Any]]:
     try:
         if not reader.fieldnames:
             raise _bad("CSV metadata has no header row", path, "add a header such as `caption,video`")
+        header = [name.strip() for name in reader.fieldnames]
+        if not set(header) & _KNOWN_COLUMNS and any(Path(name).suffix.lower() in _MEDIA_SUFFIXES for name in header):
+            raise _bad("CSV metadata has no header row (its first row holds a media path)", path,
+                       "add a header such as `caption,video` as the first line")
         for row in reader:
             if _EXTRA in row:
                 raise _bad(f"CSV line {reader.line_num} has more fields than the header", path,

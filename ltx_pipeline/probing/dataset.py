@@ -11,9 +11,6 @@ to the metadata file, ``caption`` is the default caption column, ``media_path`` 
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
 import re
 import subprocess
@@ -22,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ltx_pipeline.errors import BadDataset
+from ltx_pipeline.ltx.metadata import metadata_columns, read_metadata_rows, resolve_media
 from ltx_pipeline.probing import Finding, to_plain
 
 __all__ = [
@@ -167,98 +165,16 @@ def _bad(what: str, path: Path, fix: str = _FIX_PATH) -> BadDataset:
     return BadDataset(what, where=str(path), fix=fix)
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _bad(f"Metadata file is not UTF-8 text (byte {exc.start})", path,
-                   "save it as UTF-8") from exc
-    except OSError as exc:
-        raise _bad(f"Cannot read metadata file: {exc.strerror or exc}", path,
-                   "check its permissions and that it is a regular file") from exc
-
-
-def _load_rows(path: Path) -> list[dict[str, Any]]:
-    suffix = path.suffix.lower()
-    text = _read_text(path)
-    if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise _bad(f"Malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path,
-                       "fix the JSON at that position") from exc
-        if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
-            raise _bad("JSON metadata is not a list of objects", path,
-                       'write a list like [{"caption": "...", "video": "videos/a.mp4"}]')
-        rows = data
-    elif suffix == ".jsonl":
-        rows = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise _bad(f"JSONL line {number} is not valid JSON ({exc.msg})", path,
-                           "write one JSON object per line") from exc
-            if not isinstance(row, dict):
-                raise _bad(f"JSONL line {number} is not a JSON object", path,
-                           "write one JSON object per line")
-            rows.append(row)
-    else:
-        rows = _load_csv(text, path)
-    if not rows:
-        raise _bad("Metadata file has no rows", path, "add one row per clip")
-    return rows
-
-
-def _load_csv(text: str, path: Path) -> list[dict[str, Any]]:
-    reader = csv.DictReader(io.StringIO(text), restkey="\0extra", strict=True)
-    try:
-        header = reader.fieldnames
-        if not header:
-            raise _bad("CSV metadata has no header row", path, "add a header such as `caption,video`")
-        known = set(CAPTION_COLUMNS) | set(MEDIA_COLUMNS)
-        if not known & {name.strip() for name in header} and any(
-            Path(name.strip()).suffix.lower() in VIDEO_EXTENSIONS | IMAGE_EXTENSIONS | AUDIO_EXTENSIONS
-            for name in header
-        ):
-            raise _bad("CSV metadata has no header row (its first row holds a media path)", path,
-                       "add a header such as `caption,video` as the first line")
-        rows = []
-        for row in reader:
-            if "\0extra" in row:
-                raise _bad(f"CSV line {reader.line_num} has more fields than the header", path,
-                           "quote fields that contain commas")
-            rows.append({key.strip(): value for key, value in row.items()})
-    except csv.Error as exc:
-        raise _bad(f"Malformed CSV at line {reader.line_num}: {exc}", path,
-                   "fix the quoting on that line") from exc
-    return rows
-
-
-def _columns(rows: list[dict[str, Any]]) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for row in rows:
-        seen.update(dict.fromkeys(row))
-    return tuple(seen)
-
-
-def _resolve_media(base: Path, value: str) -> Path:
-    media = Path(value).expanduser()
-    return media if media.is_absolute() else base / media
-
-
 def _media_column(rows: list[dict[str, Any]], column: str, base: Path) -> MediaColumn:
     values = [row.get(column) for row in rows]
     named = [value for value in values if isinstance(value, str) and value.strip()]
-    missing = [value for value in named if not _is_file(_resolve_media(base, value.strip()))]
+    missing = [value for value in named if not _is_file(resolve_media(base, value.strip()))]
     return MediaColumn(column, len(named), len(missing), tuple(missing[:_MAX_EXAMPLES]))
 
 
 def _metadata_info(path: Path) -> tuple[MetadataInfo, list[str]]:
-    rows = _load_rows(path)
-    columns = _columns(rows)
+    rows = read_metadata_rows(path)
+    columns = metadata_columns(rows)
     base = path.parent
     caption = next((name for name in CAPTION_COLUMNS if name in columns), None)
     warnings: list[str] = []
@@ -443,9 +359,9 @@ def media_files(path: Path) -> list[Path]:
     """
     path = path.expanduser().absolute()
     if path.is_file() and path.suffix.lower() in METADATA_EXTENSIONS:
-        rows = _load_rows(path)
-        column = "video" if "video" in _columns(rows) else "media_path"
-        return [_resolve_media(path.parent, row[column].strip()) for row in rows
+        rows = read_metadata_rows(path)
+        column = "video" if "video" in metadata_columns(rows) else "media_path"
+        return [resolve_media(path.parent, row[column].strip()) for row in rows
                 if isinstance(row.get(column), str) and row[column].strip()]
     if path.is_dir() and path.name != ".precomputed":
         found = []
