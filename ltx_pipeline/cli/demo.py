@@ -69,7 +69,7 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
               f"{DEMO_GPUS[gpu].split(',')[0]}. The demo approves its own plan; a real run stops at the approval "
               "gate for you to read plan.md.", markup=False)
     options = {"dataset": str(dataset), "mode": "t2v", "backend": "reference", "assume_gpu": DEMO_GPUS[gpu],
-               "buckets": "96x64x25", "steps": 40, "checkpoint_interval": 30, "validation_interval": 30,
+               "buckets": "96x64x25", "steps": 60, "checkpoint_interval": 30, "validation_interval": 30,
                "trigger": "fxclp", "rank": 8, "reference_memory_scale": DEMO_MEMORY_SCALE,
                "processes": processes if processes > 1 else None}
     run, request = _prepare_run(ws, store, name, {k: v for k, v in options.items() if v is not None})
