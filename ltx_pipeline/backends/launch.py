@@ -7,10 +7,13 @@ gets ``--disable-progress-bars``; Rich wraps log lines at 80 columns unless ``CO
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from ltx_pipeline.backends.base import Distributed
 from ltx_pipeline.errors import BadInput
 
-__all__ = ["LOG_ENV", "accelerate_args", "accelerate_config_name", "check_processes"]
+__all__ = ["LOG_ENV", "accelerate_args", "accelerate_config_name", "check_processes", "preprocess_args"]
 
 LOG_ENV = {"PYTHONUNBUFFERED": "1", "COLUMNS": "500"}
 _CONFIG_FILES = {"ddp": "ddp.yaml", "ddp-compile": "ddp_compile.yaml", "fsdp": "fsdp.yaml",
@@ -44,3 +47,20 @@ def accelerate_args(num_processes: int, config_file: str | None, *, cpu: bool = 
     if cpu:
         args.append("--cpu")
     return args
+
+
+def preprocess_args(dataset: Path, buckets: str, output_dir: Path, *, model_path: str, text_encoder_path: str,
+                    trigger: str | None, extra_flags: Sequence[str]) -> list[str]:
+    """The arguments of ``process_dataset.py`` (and the toy's preprocess), never with ``--overwrite``.
+
+    Raises:
+        BadInput: ``--overwrite`` was asked for; existing data is never overwritten by the engine.
+    """
+    if "--overwrite" in extra_flags:
+        raise BadInput("The engine never passes --overwrite to preprocessing", where="preprocess",
+                       fix="preprocess into a new folder instead")
+    args = [str(dataset.resolve()), "--resolution-buckets", buckets, "--model-path", model_path,
+            "--text-encoder-path", text_encoder_path, "--output-dir", str(output_dir.resolve())]
+    if trigger:
+        args += ["--lora-trigger", trigger]
+    return args + list(extra_flags)

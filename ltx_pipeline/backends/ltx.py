@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ltx_pipeline.backends.base import Distributed, LaunchSpec
-from ltx_pipeline.backends.launch import LOG_ENV, accelerate_args, accelerate_config_name, check_processes
+from ltx_pipeline.backends.launch import (
+    LOG_ENV,
+    accelerate_args,
+    accelerate_config_name,
+    check_processes,
+    preprocess_args,
+)
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, load_trainer_config_file, validate_trainer_config
 
@@ -100,15 +106,10 @@ class LtxBackend:
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
                            text_encoder_path: str, trigger: str | None = None,
                            extra_flags: Sequence[str] = ()) -> LaunchSpec:
-        if "--overwrite" in extra_flags:
-            raise BadInput("The engine never passes --overwrite to preprocessing", where="preprocess",
-                           fix="preprocess into a new folder instead")
-        argv = self._uv_run("python", "scripts/process_dataset.py", str(dataset.resolve()), "--resolution-buckets",
-                            buckets, "--model-path", model_path, "--text-encoder-path", text_encoder_path,
-                            "--output-dir", str(output_dir.resolve()))
-        if trigger:
-            argv += ["--lora-trigger", trigger]
-        argv += list(extra_flags)
+        argv = self._uv_run("python", "scripts/process_dataset.py",
+                            *preprocess_args(dataset, buckets, output_dir, model_path=model_path,
+                                             text_encoder_path=text_encoder_path, trigger=trigger,
+                                             extra_flags=extra_flags))
         return LaunchSpec(tuple(argv), self.trainer_dir, dict(LOG_ENV))
 
     def validate(self, config_path: Path, *, relaxed_paths: bool = False) -> list[ConfigFinding]:
