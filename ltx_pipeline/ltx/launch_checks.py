@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.ltx.buckets import SPATIAL_FACTOR, TEMPORAL_FACTOR, Bucket
+from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.ltx.data_check import Check, format_checks
 
 __all__ = ["DEFAULT_VIDEO_DIMS", "MIN_SHM_BYTES", "fixes_for", "format_checks", "launch_checks"]
@@ -35,15 +36,6 @@ _AUTO_FIXES = {
                                "fewer than keep_last_n (facts 4.7)",
     "multi-bucket-batch": "clips of different buckets cannot be stacked into one batch",
 }
-
-
-def _get(config: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
-    node: Any = config
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return default
-        node = node[part]
-    return node
 
 
 def _int(value: Any) -> int | None:
@@ -86,11 +78,11 @@ def _dims(dims: Any, path: str, severity: str) -> list[Check]:
 
 
 def _validation(config: Mapping[str, Any]) -> list[Check]:
-    samples = _get(config, "validation.samples") or []
+    samples = config_value(config, "validation.samples") or []
     samples = samples if isinstance(samples, list) else []
     # Geometry is checked by the trainer only for listed samples; without any it is a latent problem.
-    severity = "error" if samples or _get(config, "validation.prompts") else "warning"
-    checks = _dims(_get(config, "validation.video_dims", DEFAULT_VIDEO_DIMS), "validation.video_dims", severity)
+    severity = "error" if samples or config_value(config, "validation.prompts") else "warning"
+    checks = _dims(config_value(config, "validation.video_dims", DEFAULT_VIDEO_DIMS), "validation.video_dims", severity)
     for i, sample in enumerate(samples):
         if not isinstance(sample, Mapping):
             continue
@@ -112,7 +104,7 @@ def _validation(config: Mapping[str, Any]) -> list[Check]:
 
 
 def _strategy(config: Mapping[str, Any]) -> list[Check]:
-    strategy = _get(config, "training_strategy", {})
+    strategy = config_value(config, "training_strategy", {})
     strategy = strategy if isinstance(strategy, Mapping) else {}
     name = strategy.get("name", "text_to_video")
     if name != "flexible":
@@ -143,7 +135,7 @@ def _batches(config: Mapping[str, Any], num_processes: int, dataset_samples: int
     counts = {"optimization.batch_size": 2, "optimization.steps": 3000, "optimization.gradient_accumulation_steps": 1}
     values = {}
     for where, default in counts.items():
-        values[where] = value = _int(_get(config, where, default))
+        values[where] = value = _int(config_value(config, where, default))
         if value is not None and value < 1:
             checks.append(Check("error", "non-positive", f"{where} is {value}; it must be at least 1", where,
                                 f"{where}: 1 or more"))
@@ -171,13 +163,13 @@ def _batches(config: Mapping[str, Any], num_processes: int, dataset_samples: int
 
 
 def _checkpoints(config: Mapping[str, Any]) -> list[Check]:
-    keep = _int(_get(config, "checkpoints.keep_last_n", 1))
-    interval = _int(_get(config, "checkpoints.interval"))
-    steps = _int(_get(config, "optimization.steps", 3000))
+    keep = _int(config_value(config, "checkpoints.keep_last_n", 1))
+    interval = _int(config_value(config, "checkpoints.interval"))
+    steps = _int(config_value(config, "optimization.steps", 3000))
     if not (interval and steps and keep and keep > 0 and steps % interval == 0):
         return []
     where = "checkpoints.keep_last_n"
-    stated = "" if _get(config, where) is not None else " (the default)"
+    stated = "" if config_value(config, where) is not None else " (the default)"
     if keep == 1:
         return [Check("error", "keep-last-n-deletes-final",
                       f"{where} is 1{stated} and optimization.steps {steps} is a multiple of checkpoints.interval "
@@ -189,7 +181,7 @@ def _checkpoints(config: Mapping[str, Any]) -> list[Check]:
 
 
 def _load_checkpoint(config: Mapping[str, Any], cwd: Path | None) -> list[Check]:
-    value = _get(config, "model.load_checkpoint")
+    value = config_value(config, "model.load_checkpoint")
     if not value:
         return []
     where = "model.load_checkpoint"
@@ -210,7 +202,7 @@ def _load_checkpoint(config: Mapping[str, Any], cwd: Path | None) -> list[Check]
         weights = max(found)[1]
     match = _STEP.search(weights.name)
     state = weights.parent / f"training_state_step_{match.group(1)}.pt" if match else None
-    no_resume = _get(config, "checkpoints.no_resume") is True
+    no_resume = config_value(config, "checkpoints.no_resume") is True
     if state is None or not state.is_file():
         if no_resume:
             return [Check("info", "no-training-state", f"{where} loads {weights.name} and starts at step 0 "
@@ -220,7 +212,7 @@ def _load_checkpoint(config: Mapping[str, Any], cwd: Path | None) -> list[Check]
                       "restarts at step 0 and overwrites earlier checkpoint files", where,
                       "put the matching training_state_step_N.pt beside it, or set checkpoints.no_resume: true "
                       "with a fresh output_dir to start a new count deliberately")]
-    steps = _int(_get(config, "optimization.steps", 3000))
+    steps = _int(config_value(config, "optimization.steps", 3000))
     step = int(match.group(1)) if match else 0
     if not no_resume and steps is not None and steps <= step:
         return [Check("error", "nothing-to-train", f"optimization.steps {steps} is not above the resumed step "
@@ -248,12 +240,13 @@ def launch_checks(config: Mapping[str, Any], *, num_processes: int = 1, dataset_
     """
     checks = _validation(config) + _strategy(config) + _batches(config, num_processes, dataset_samples, buckets)
     checks += _checkpoints(config) + _load_checkpoint(config, cwd)
-    if _get(config, "acceleration.quantization") and _get(config, "model.training_mode", "lora") == "full":
+    full = config_value(config, "model.training_mode", "lora") == "full"
+    if config_value(config, "acceleration.quantization") and full:
         checks.append(Check("error", "quantization-full",
                             "acceleration.quantization is set with model.training_mode: full, which the trainer "
                             "refuses", "acceleration.quantization",
                             "remove acceleration.quantization, or train a LoRA (model.training_mode: lora)"))
-    workers = _int(_get(config, "data.num_dataloader_workers", 2))
+    workers = _int(config_value(config, "data.num_dataloader_workers", 2))
     if workers and workers > 0 and shm_bytes is not None and shm_bytes < MIN_SHM_BYTES:
         checks.append(Check("warning", "small-shm",
                             f"data.num_dataloader_workers is {workers} but /dev/shm is {shm_bytes // (1 << 20)} MiB: "

@@ -23,6 +23,7 @@ import yaml
 
 from ltx_pipeline.errors import ResumeRefused
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
+from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.trainer_log import Failure, classify_failure, read_tail
 from ltx_pipeline.workspace import atomic_write
 
@@ -160,7 +161,7 @@ def proposed_diff(failure: Failure, config: dict[str, Any]) -> list[dict[str, An
         return []
     take = changes[:2] if (changes[0].path == "optimization.batch_size" and len(changes) > 1
                            and changes[1].path == "optimization.gradient_accumulation_steps") else changes[:1]
-    return [{"path": c.path, "old": _get(config, c.path), "new": c.value, "reason": c.reason} for c in take]
+    return [{"path": c.path, "old": config_value(config, c.path), "new": c.value, "reason": c.reason} for c in take]
 
 
 def failure_report(log: Path, config: dict[str, Any], exit_code: int | None, signal: int | None,
@@ -198,10 +199,3 @@ def failure_report(log: Path, config: dict[str, Any], exit_code: int | None, sig
     return failure, proposal, "\n".join(lines) + "\n"
 
 
-def _get(config: dict[str, Any], path: str) -> Any:
-    node: Any = config
-    for key in path.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.trainer_log.parse import (
     ErrorSignal,
     Event,
@@ -203,33 +204,23 @@ def _oom_failure(oom: list[ErrorSignal], lines: list[str], log_events: list[Even
     return Failure("oom_training", evidence, fix=_training_oom_fix(config))
 
 
-def _get(config: Mapping[str, Any] | None, path: str, default: Any) -> Any:
-    """The value at a dotted path (an explicit null included), or ``default`` when it is absent."""
-    node: Any = config
-    for key in path.split("."):
-        if not isinstance(node, Mapping) or key not in node:
-            return default
-        node = node[key]
-    return node
-
-
 def _keep(config: Mapping[str, Any] | None, steps: list[FixStep]) -> list[FixStep]:
     """Drop config changes the given config already satisfies (no-op diffs are noise)."""
     if config is None:
         return steps
     missing = object()
-    return [s for s in steps if s.path is None or _get(config, s.path, missing) != s.value]
+    return [s for s in steps if s.path is None or config_value(config, s.path, missing) != s.value]
 
 
 def _smaller_dims(config: Mapping[str, Any] | None) -> list[int]:
-    width, height, frames = (list(_get(config, "validation.video_dims", None) or (960, 544, 89)) + [89])[:3]
+    width, height, frames = (list(config_value(config, "validation.video_dims", None) or (960, 544, 89)) + [89])[:3]
     # Runtime geometry rule: W and H multiples of 32, frames 8k+1.
     return [max(256, width // 2 // 32 * 32), max(256, height // 2 // 32 * 32), max(9, (frames - 1) // 2 // 8 * 8 + 1)]
 
 
 def _training_oom_fix(config: Mapping[str, Any] | None) -> list[FixStep]:
-    batch = int(_get(config, "optimization.batch_size", 1) or 1)
-    accumulation = int(_get(config, "optimization.gradient_accumulation_steps", 1) or 1)
+    batch = int(config_value(config, "optimization.batch_size", 1) or 1)
+    accumulation = int(config_value(config, "optimization.gradient_accumulation_steps", 1) or 1)
     steps = [FixStep("optimization.batch_size", 1, "batch 1 is the cheapest per-step memory; raise "
                      "gradient_accumulation_steps to keep the effective batch")]
     if batch > 1:
@@ -239,7 +230,7 @@ def _training_oom_fix(config: Mapping[str, Any] | None) -> list[FixStep]:
         FixStep("optimization.enable_gradient_checkpointing", True, "trades recompute for activation memory"),
         FixStep("optimization.optimizer_type", "adamw8bit", "8-bit optimizer states take a quarter of the memory"),
     ]
-    if _get(config, "model.training_mode", "lora") == "lora":
+    if config_value(config, "model.training_mode", "lora") == "lora":
         steps.append(FixStep("acceleration.quantization", "int8-quanto", "int8 base weights halve the model's memory"))
     steps += [
         FixStep(None, None, "Fewer frames: re-preprocess the dataset with a shorter frame bucket (8k+1 frames); "
@@ -256,8 +247,8 @@ def _validation_oom_fix(config: Mapping[str, Any] | None, *, text_encoder: bool)
     if text_encoder:
         steps.append(FixStep("acceleration.load_text_encoder_in_8bit", True,
                              "the OOM came while caching validation prompts with the full-precision Gemma"))
-    inference_steps = int(_get(config, "validation.inference_steps", 30) or 30)
-    interval = _get(config, "validation.interval", 100)
+    inference_steps = int(config_value(config, "validation.inference_steps", 30) or 30)
+    interval = config_value(config, "validation.interval", 100)
     steps += [
         FixStep("acceleration.offload_optimizer_during_validation", True,
                 "moves optimizer state to CPU while sampling (no effect under FSDP)"),
@@ -279,7 +270,7 @@ def _shm_fix(config: Mapping[str, Any] | None) -> list[FixStep]:
 
 def _nan_fix(config: Mapping[str, Any] | None, events: list[Event]) -> list[FixStep]:
     steps = [FixStep("acceleration.mixed_precision_mode", "bf16", "fp16 overflows; bf16 has fp32's range")]
-    lr = _get(config, "optimization.learning_rate", None)
+    lr = config_value(config, "optimization.learning_rate", None)
     if lr is None:
         # The highest LR logged is the best guess of the base LR (schedulers decay from it).
         logged = [e.lr for e in events if isinstance(e, StepEvent) and math.isfinite(e.lr)]
