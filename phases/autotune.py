@@ -3,7 +3,7 @@
 Heavy (past the approval gate). Scratch lives under ``<run>/overfit/``: the sanity set (the plan's
 most expensive bucket, as many samples as the largest batch size tried), one folder per trial
 (config, outputs, log). ``SweepPlanner`` picks each config and settles what each result implies
-(memory is monotone along every knob); ``ltx_pipeline.steps.autotune_trial`` runs and measures one
+(memory is monotone along every knob); ``ltx_pipeline.steps.autotune`` runs and measures one
 trial; every trial and pruned config is recorded in the run's Optuna study, from which an
 interrupted sweep resumes without re-running finished trials (a trial left running by a dead
 engine is stopped and run again once). A failing baseline stops the run with its classified
@@ -19,14 +19,12 @@ from typing import Any
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import RunFailed
-from ltx_pipeline.ltx.autotune_space import search_space
-from ltx_pipeline.ltx.autotune_strategy import SweepPlanner, deltas, format_knobs
+from ltx_pipeline.ltx.autotune import SweepPlanner, deltas, format_knobs, search_space
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.ltx.modes import get_mode
-from ltx_pipeline.steps import autotune_study as studies
-from ltx_pipeline.steps.autotune_report import trial_line, write_reports
-from ltx_pipeline.steps.autotune_trial import run_trial, trial_settings, write_trial_config
+from ltx_pipeline.steps.autotune import run_trial, trial_line, trial_settings, write_reports, write_trial_config
+from ltx_pipeline.steps.autotune import study as studies
 from ltx_pipeline.steps.preprocess import preprocess, write_subset_metadata
 from ltx_pipeline.workspace import atomic_write
 

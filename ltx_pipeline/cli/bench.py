@@ -51,8 +51,7 @@ def bench_autotune(surface_file: Path, *, keep: Path | None = None, on_event: An
 def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any) -> dict[str, Any]:
     from ltx_pipeline.backends import make_backend
     from ltx_pipeline.engine import Outcome, Runner, approve_plan
-    from ltx_pipeline.ltx.autotune_baselines import exhaustive_optimum, skill_greedy
-    from ltx_pipeline.ltx.autotune_space import search_space
+    from ltx_pipeline.ltx.autotune import exhaustive_optimum, search_space, skill_greedy
     from ltx_pipeline.request import build_request
     from ltx_pipeline.store import Store
     from ltx_pipeline.workspace import Workspace, atomic_write
@@ -147,7 +146,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 def _knobs(knobs: dict[str, Any] | None) -> str:
     if not knobs:
         return "-"
-    from ltx_pipeline.ltx.autotune_strategy import format_knobs
+    from ltx_pipeline.ltx.autotune import format_knobs
 
     return format_knobs(knobs)
 

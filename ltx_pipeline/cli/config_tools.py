@@ -17,6 +17,7 @@ import yaml
 
 from ltx_pipeline.backends.base import DISTRIBUTED_MODES
 from ltx_pipeline.backends.ltx import LtxBackend
+from ltx_pipeline.cli.console import out
 from ltx_pipeline.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
 from ltx_pipeline.ltx.launch_checks import launch_checks
 from ltx_pipeline.ltx.trainer_config import format_findings, load_trainer_config_file
@@ -39,8 +40,6 @@ def validate(config: Annotated[Path, typer.Argument(help="A trainer config YAML.
              trainer_root: TrainerRootOpt = None,
              as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
     """Check a trainer config: exit 0 when it may launch, 2 with every finding and its fix when not."""
-    from ltx_pipeline.cli.app import out
-
     data = load_trainer_config_file(config)
     findings = _backend(trainer_root).validate(config, relaxed_paths=relaxed_paths)
     checks = [] if findings else launch_checks(data, num_processes=num_processes, cwd=config.resolve().parent)
@@ -68,8 +67,6 @@ def command(config: Annotated[Path, typer.Argument(help="A trainer config YAML."
             trainer_root: TrainerRootOpt = None,
             as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
     """Print the launch command for a trainer config (argv and a copy-pasteable line); never run it."""
-    from ltx_pipeline.cli.app import out
-
     if distributed not in DISTRIBUTED_MODES:
         raise BadInput(f"Unknown distributed mode {distributed!r}", where="--distributed",
                        fix="choose " + ", ".join(DISTRIBUTED_MODES))

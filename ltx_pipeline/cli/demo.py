@@ -54,7 +54,8 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
          processes: Annotated[int, typer.Option(help="Training processes (2 = DDP over gloo on the CPU).")] = 1,
          ) -> int:
     """Run the whole workflow on a toy model and synthetic data (no GPU needed): probe to run summary."""
-    from ltx_pipeline.cli.app import _drive, _open, _prepare_run, out
+    from ltx_pipeline.cli.console import out
+    from ltx_pipeline.cli.driving import drive_run, open_workspace, prepare_run
     from ltx_pipeline.cli.render import render_status
     from ltx_pipeline.engine.status import status_report
     from ltx_pipeline.errors import BadRequest
@@ -62,7 +63,7 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
 
     if gpu not in DEMO_GPUS:
         raise BadRequest(f"Unknown demo GPU {gpu!r}", where="--gpu", fix="choose " + ", ".join(DEMO_GPUS))
-    ws, store = _open(workspace)
+    ws, store = open_workspace(workspace)
     name = f"demo-{gpu}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     dataset = write_demo_dataset(ws.root / "demo-data" / name)
     out.print(f"Demo run {name}: the reference toy trainer (not LTX-2) on synthetic clips, planned for an assumed "
@@ -72,8 +73,8 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
                "buckets": "96x64x25", "steps": 60, "checkpoint_interval": 30, "validation_interval": 30,
                "trigger": "fxclp", "rank": 8, "reference_memory_scale": DEMO_MEMORY_SCALE,
                "processes": processes if processes > 1 else None}
-    run, request = _prepare_run(ws, store, name, {k: v for k, v in options.items() if v is not None})
-    code = _drive(ws, store, run, request, approve=True, options={})
+    run, request = prepare_run(ws, store, name, {k: v for k, v in options.items() if v is not None})
+    code = drive_run(ws, store, run, request, approve=True, options={})
     paths = ws.run(name)
     produced = [paths.plan_file, paths.config_file, paths.root / "autotune.md", paths.root / "autotune.png",
                 paths.outputs / "checkpoints", paths.outputs / "samples", paths.outputs / "run-summary.md",

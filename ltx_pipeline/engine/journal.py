@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ltx_pipeline.engine.processes import exit_record, is_alive, launch_detached, stop_group
-from ltx_pipeline.store import Process, Store
+from ltx_pipeline.store import Process, Store, saved_id
 from ltx_pipeline.store.models import utcnow
 
 __all__ = ["Launchable", "ProcessHandle", "RunJournal"]
@@ -61,7 +61,7 @@ class ProcessHandle:
 
     @classmethod
     def of(cls, row: Process) -> ProcessHandle:
-        return cls(row.id, row.kind, row.stage, row.pid, row.create_time, row.host, Path(row.log_path),
+        return cls(saved_id(row), row.kind, row.stage, row.pid, row.create_time, row.host, Path(row.log_path),
                    row.log_offset, row.status, row.printable)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.engine.processes import exit_record, is_alive
-from ltx_pipeline.store import Run, Store
+from ltx_pipeline.store import Process, Run, Store, saved_id
 
 __all__ = ["gpu_now", "live_training"]
 
@@ -34,10 +34,11 @@ _SAMPLES = (".mp4", ".png", ".wav", ".gif")
 def live_training(store: Store, run: Run, *, log_summary: LogSummary | None = None,
                   query_gpus: bool = True) -> dict[str, Any] | None:
     """The live-training dict for ``run``, or None when it never launched a trainer."""
-    processes = store.processes(run.id, "train")
+    run_id = saved_id(run)
+    processes = store.processes(run_id, "train")
     if not processes:
         return None
-    latest = store.latest_phase_runs(run.id)
+    latest = store.latest_phase_runs(run_id)
     configs = (latest["config_patch"].outputs.get("configs") or []) if "config_patch" in latest else []
     process = processes[-1]
     stage = process.stage
@@ -45,7 +46,7 @@ def live_training(store: Store, run: Run, *, log_summary: LogSummary | None = No
     state, exit_code = _liveness(process)
     log = Path(process.log_path)
     summary = log_summary(log) if log_summary else {}
-    metrics = [m for m in store.metrics(run.id, stage)]
+    metrics = [m for m in store.metrics(run_id, stage)]
     step = summary.get("step") if summary.get("step") is not None else (metrics[-1].step if metrics else None)
     total = summary.get("total")
     losses = summary.get("last_losses") or [m.loss for m in metrics[-5:] if m.loss is not None]
@@ -72,7 +73,7 @@ def live_training(store: Store, run: Run, *, log_summary: LogSummary | None = No
     return report
 
 
-def _liveness(process: Any) -> tuple[str, int | None]:
+def _liveness(process: Process) -> tuple[str, int | None]:
     """running / finished / failed / stopped / crashed, decided from the OS and the supervisor's exit record."""
     if process.status == "stopped" or process.stopped_by_user:
         return "stopped", process.exit_code
@@ -122,7 +123,7 @@ def _stall_seconds() -> float:
 
 
 def _latest_checkpoint(store: Store, run: Run, stage: int, output_dir: Path | None) -> str | None:
-    found: list[tuple[int, str]] = [(c.step, c.weights_path) for c in store.checkpoints(run.id, stage)]
+    found: list[tuple[int, str]] = [(c.step, c.weights_path) for c in store.checkpoints(saved_id(run), stage)]
     if output_dir is not None and (output_dir / "checkpoints").is_dir():
         for path in (output_dir / "checkpoints").glob("*_weights_step_*.safetensors"):
             digits = path.stem.rsplit("step_", 1)[-1]

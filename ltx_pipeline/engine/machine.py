@@ -11,6 +11,7 @@ in the same transaction as the phase record it belongs to (work first, trigger a
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from transitions import Machine, MachineError
 
@@ -39,6 +40,15 @@ class RunLifecycle:
         self.machine.add_transition("finish", source="*", dest="finished")
 
     state: str
+
+    if TYPE_CHECKING:  # trigger methods that ``Machine`` adds to the model at run time
+
+        def trigger(self, trigger_name: str) -> bool: ...
+        def start_gated(self) -> bool: ...
+        def await_approval(self) -> bool: ...
+        def stop_at_gate(self) -> bool: ...
+        def fail(self) -> bool: ...
+        def finish(self) -> bool: ...
 
     def approval_allows(self) -> bool:
         return self.approval_ok

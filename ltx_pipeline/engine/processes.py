@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -40,12 +41,12 @@ def launch_detached(argv: Sequence[str], *, cwd: Path, env_overrides: Mapping[st
     """Start ``argv`` under the supervisor in a new session, output appended to ``log_path``.
 
     The supervisor writes the exit status to ``exit_file`` when the command ends (see
-    ``ltx_pipeline.supervise``); the returned pid is the supervisor's, the leader of the group.
+    ``ltx_pipeline.engine.supervise``); the returned pid is the supervisor's, the leader of the group.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     exit_file.unlink(missing_ok=True)
     env = {**os.environ, **env_overrides}
-    supervised = [sys.executable, "-m", "ltx_pipeline.supervise", str(exit_file), "--", *argv]
+    supervised = [sys.executable, "-m", "ltx_pipeline.engine.supervise", str(exit_file), "--", *argv]
     with open(log_path, "ab") as log:  # the child keeps its own descriptor
         proc = subprocess.Popen(  # noqa: S603 - argv list from a backend, never a shell string
             supervised, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -58,7 +59,7 @@ def launch_detached(argv: Sequence[str], *, cwd: Path, env_overrides: Mapping[st
     return Launched(proc.pid, created, socket.gethostname())
 
 
-_REAPERS: dict[int, subprocess.Popen] = {}
+_REAPERS: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def is_alive(pid: int, create_time: float, host: str) -> bool:
@@ -70,16 +71,17 @@ def is_alive(pid: int, create_time: float, host: str) -> bool:
         return False
     try:
         process = psutil.Process(pid)
-        return (abs(process.create_time() - create_time) <= _START_TIME_TOLERANCE_S
-                and process.status() != psutil.STATUS_ZOMBIE)
+        return bool(abs(process.create_time() - create_time) <= _START_TIME_TOLERANCE_S
+                    and process.status() != psutil.STATUS_ZOMBIE)
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
 
 
-def exit_record(exit_file: Path) -> dict | None:
+def exit_record(exit_file: Path) -> dict[str, Any] | None:
     """``{"exit_code", "signal"}`` as the supervisor recorded it, or None (still running, or killed)."""
     try:
-        return json.loads(exit_file.read_text(encoding="utf-8"))
+        record: dict[str, Any] = json.loads(exit_file.read_text(encoding="utf-8"))
+        return record
     except (OSError, ValueError):
         return None
 

@@ -23,7 +23,7 @@ from ltx_pipeline.engine.lock import DriverLock
 from ltx_pipeline.engine.machine import RunLifecycle
 from ltx_pipeline.engine.phase import Phase, PhaseResult
 from ltx_pipeline.errors import ApprovalRefused, GateStopped, LtxPipelineError, PhaseFailed
-from ltx_pipeline.store import PhaseRun, Run, Store
+from ltx_pipeline.store import PhaseRun, Run, Store, saved_id
 from ltx_pipeline.workspace import Workspace
 
 __all__ = ["DriveReport", "Outcome", "Runner", "approve_plan"]
@@ -71,15 +71,16 @@ class Runner:
         """
         paths = self.workspace.run(run.name)
         with DriverLock(paths.lock_file, run.name):
-            for phase_name in self.store.interrupt_running(run.id):
+            for phase_name in self.store.interrupt_running(saved_id(run)):
                 self._emit(run, f"{phase_name} was interrupted last time; it runs again from the start",
                            "warning", phase_name)
             return self._drive_locked(run, request)
 
     def _drive_locked(self, run: Run, request: Any) -> DriveReport:
         run = self.store.get_run(run.name) or run
+        run_id = saved_id(run)
         lifecycle = RunLifecycle([p.name for p in self.phases], run.state)
-        latest = self.store.latest_phase_runs(run.id)
+        latest = self.store.latest_phase_runs(run_id)
         report = DriveReport(Outcome.FINISHED, run.name)
         upstream: dict[str, dict[str, Any]] = {}
         reran: str | None = None
@@ -101,7 +102,7 @@ class Runner:
                     raise PhaseFailed(phase.name, 0, "a heavy phase is registered before any approval point")
                 lifecycle.approval_ok = subject is not None
                 lifecycle.enter_phase(phase.name, after_approval_point=subject is not None)
-                row = self.store.begin_phase(run.id, phase.name, reason=reason, fingerprint=fingerprint,
+                row = self.store.begin_phase(run_id, phase.name, reason=reason, fingerprint=fingerprint,
                                              parts=parts, run_state=lifecycle.state)
                 self._emit(run, f"{phase.name} runs: {reason}", "info", phase.name)
                 result = self._run_phase(run, phase, ctx, row, lifecycle, fingerprint_error)
@@ -115,37 +116,38 @@ class Runner:
                 subject = result.approval_subject
                 report.approval_subject = subject
                 report.approval_blockers = list(result.approval_blockers)
-                if self.store.approval_for(run.id, subject) is None:
+                if self.store.approval_for(run_id, subject) is None:
                     lifecycle.await_approval()
-                    self.store.set_state(run.id, lifecycle.state, f"waiting for approval of plan {subject}")
+                    self.store.set_state(run_id, lifecycle.state, f"waiting for approval of plan {subject}")
                     report.outcome = Outcome.AWAITING_APPROVAL
                     return report
         lifecycle.finish()
-        self.store.set_state(run.id, lifecycle.state, "all phases finished")
+        self.store.set_state(run_id, lifecycle.state, "all phases finished")
         return report
 
     def _run_phase(self, run: Run, phase: Phase, ctx: RunContext, row: PhaseRun, lifecycle: RunLifecycle,
                    fingerprint_error: LtxPipelineError | None) -> PhaseResult:
+        row_id = saved_id(row)
         try:
             if fingerprint_error is not None:
                 raise fingerprint_error
             result = phase.run(ctx)
         except GateStopped as exc:
             lifecycle.stop_at_gate()
-            self.store.finish_phase(row.id, status="gate_stopped", run_state=lifecycle.state, error=exc.line())
+            self.store.finish_phase(row_id, status="gate_stopped", run_state=lifecycle.state, error=exc.line())
             raise
         except LtxPipelineError as exc:
             lifecycle.fail()
-            self.store.finish_phase(row.id, status="failed", run_state=lifecycle.state, error=exc.line())
+            self.store.finish_phase(row_id, status="failed", run_state=lifecycle.state, error=exc.line())
             raise
         except Exception as exc:
             log_path = self._log_traceback(run, phase.name, row.attempt)
             lifecycle.fail()
             cause = f"{type(exc).__name__}: {exc}"
-            self.store.finish_phase(row.id, status="failed", run_state=lifecycle.state, error=cause)
+            self.store.finish_phase(row_id, status="failed", run_state=lifecycle.state, error=cause)
             raise PhaseFailed(phase.name, row.attempt, cause, log_path) from exc
         summary = phase.summary(result.outputs)
-        self.store.finish_phase(row.id, status="detached" if result.pending else "succeeded",
+        self.store.finish_phase(row_id, status="detached" if result.pending else "succeeded",
                                 run_state=lifecycle.state, outputs=result.outputs,
                                 summary=summary, approval_subject=result.approval_subject,
                                 approval_blockers=result.approval_blockers)
@@ -166,11 +168,11 @@ class Runner:
 
         return RunContext(run_name=run.name, workspace=self.workspace.root, paths=self.workspace.run(run.name),
                           request=request, upstream=dict(upstream), backend=self.backend, approved=approved,
-                          _narrator=narrate, phase=phase, journal=RunJournal(self.store, run.id, phase),
+                          _narrator=narrate, phase=phase, journal=RunJournal(self.store, saved_id(run), phase),
                           options=self.options)
 
     def _emit(self, run: Run, message: str, level: str, phase: str | None) -> None:
-        self.store.record_event(run.id, message, phase=phase, level=level)
+        self.store.record_event(saved_id(run), message, phase=phase, level=level)
         if self.on_event:
             self.on_event(message, level, phase)
 
@@ -206,11 +208,12 @@ def approve_plan(store: Store, run: Run, approved_by: str) -> tuple[str, bool]:
     Raises:
         ApprovalRefused: no plan yet, the plan is out of date, or prerequisites are missing.
     """
-    rows = [r for r in store.latest_phase_runs(run.id).values() if r.approval_subject]
-    if not rows:
+    run_id = saved_id(run)
+    plans = [(r, r.approval_subject) for r in store.latest_phase_runs(run_id).values() if r.approval_subject]
+    if not plans:
         raise ApprovalRefused(f"Run {run.name} has no plan to approve yet", where=f"run {run.name}",
                               fix=f"run `ltx-pipeline resume --run {run.name}` to write plan.md first")
-    row = rows[-1]
+    row, subject = plans[-1]
     if row.status != "succeeded":
         raise ApprovalRefused(f"The plan of run {run.name} is out of date ({row.phase} {row.status})",
                               fix=f"run `ltx-pipeline resume --run {run.name}` to rewrite it")
@@ -218,7 +221,7 @@ def approve_plan(store: Store, run: Run, approved_by: str) -> tuple[str, bool]:
         raise ApprovalRefused(
             f"Plan cannot be approved while prerequisites are missing: {'; '.join(row.approval_blockers)}",
             where=f"run {run.name}", fix="provide them (plan.md lists each next step), then resume and approve")
-    if store.approval_for(run.id, row.approval_subject) is not None:
-        return row.approval_subject, False
-    store.approve(run.id, row.approval_subject, approved_by)
-    return row.approval_subject, True
+    if store.approval_for(run_id, subject) is not None:
+        return subject, False
+    store.approve(run_id, subject, approved_by)
+    return subject, True

@@ -13,7 +13,7 @@ import socket
 from typing import Any
 
 from ltx_pipeline.engine.live import live_training
-from ltx_pipeline.store import PhaseRun, Run, Store
+from ltx_pipeline.store import PhaseRun, Run, Store, saved_id
 from ltx_pipeline.workspace import Workspace
 
 __all__ = ["driver_alive", "status_report"]
@@ -26,25 +26,28 @@ def status_report(store: Store | None, workspace: Workspace, run_name: str | Non
     ``log_summary`` reads a trainer log's tail (the CLI hands in ``steps.follow.log_summary``; the
     engine knows no log formats).
     """
-    runs = store.list_runs() if store else []
-    if run_name is not None:
-        runs = [r for r in runs if r.name == run_name]
-    return {"workspace": str(workspace.root),
-            "runs": [_run_entry(store, workspace, r, log_summary) for r in runs]}
+    entries: list[dict[str, Any]] = []
+    if store is not None:
+        runs = store.list_runs()
+        if run_name is not None:
+            runs = [r for r in runs if r.name == run_name]
+        entries = [_run_entry(store, workspace, r, log_summary) for r in runs]
+    return {"workspace": str(workspace.root), "runs": entries}
 
 
 def _run_entry(store: Store, workspace: Workspace, run: Run, log_summary: Any = None) -> dict[str, Any]:
     paths = workspace.run(run.name)
     driver = driver_alive(paths.lock_file)
-    latest = store.latest_phase_runs(run.id)
+    run_id = saved_id(run)
+    latest = store.latest_phase_runs(run_id)
     state = run.state
     if state not in ("new", "awaiting_approval", "gate_stopped", "failed", "finished") and driver is None:
         current = latest.get(state)
         state = "detached" if current is not None and current.status == "detached" else "interrupted"
     subject_row = next((r for r in reversed(list(latest.values())) if r.approval_subject), None)
     approval = _approval(store, run, subject_row)
-    findings = next((r.outputs.get("findings") for r in latest.values() if r.outputs.get("findings")), [])
-    warnings = [e.message for e in store.events(run.id) if e.level == "warning"]
+    findings: list[Any] = next((r.outputs["findings"] for r in latest.values() if r.outputs.get("findings")), [])
+    warnings = [e.message for e in store.events(run_id) if e.level == "warning"]
     return {
         "name": run.name,
         "state": state,
@@ -83,9 +86,9 @@ def _phase_entry(row: PhaseRun) -> dict[str, Any]:
 
 
 def _approval(store: Store, run: Run, row: PhaseRun | None) -> dict[str, Any]:
-    if row is None or row.status != "succeeded":
+    if row is None or row.status != "succeeded" or row.approval_subject is None:
         return {"state": "no plan", "subject": None, "approved_at": None, "blockers": []}
-    approval = store.approval_for(run.id, row.approval_subject)
+    approval = store.approval_for(saved_id(run), row.approval_subject)
     return {"state": "approved" if approval else "awaiting approval", "subject": row.approval_subject,
             "approved_at": approval.approved_at.isoformat(timespec="seconds") if approval else None,
             "blockers": row.approval_blockers}

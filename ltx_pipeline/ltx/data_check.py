@@ -26,6 +26,7 @@ from ltx_pipeline.ltx.modes import COLUMN_ALIASES, Mode
 __all__ = [
     "Check",
     "MetadataReport",
+    "Severity",
     "check_clip_lengths",
     "check_conditions_pairing",
     "check_metadata",

@@ -18,7 +18,7 @@ from typing import Any
 
 from ltx_pipeline.ltx.buckets import SPATIAL_FACTOR, TEMPORAL_FACTOR, Bucket
 from ltx_pipeline.ltx.config_values import config_value
-from ltx_pipeline.ltx.data_check import Check, format_checks
+from ltx_pipeline.ltx.data_check import Check, Severity, format_checks
 
 __all__ = ["DEFAULT_VIDEO_DIMS", "MIN_SHM_BYTES", "fixes_for", "format_checks", "launch_checks"]
 
@@ -59,7 +59,7 @@ def _round32(value: int) -> int:
     return max(SPATIAL_FACTOR, round(value / SPATIAL_FACTOR) * SPATIAL_FACTOR)
 
 
-def _dims(dims: Any, path: str, severity: str) -> list[Check]:
+def _dims(dims: Any, path: str, severity: Severity) -> list[Check]:
     raw = [_int(v) for v in dims] if isinstance(dims, (list, tuple)) else []
     values = [v for v in raw if v is not None]
     if len(values) != 3 or len(raw) != 3:
@@ -81,7 +81,7 @@ def _validation(config: Mapping[str, Any]) -> list[Check]:
     samples = config_value(config, "validation.samples") or []
     samples = samples if isinstance(samples, list) else []
     # Geometry is checked by the trainer only for listed samples; without any it is a latent problem.
-    severity = "error" if samples or config_value(config, "validation.prompts") else "warning"
+    severity: Severity = "error" if samples or config_value(config, "validation.prompts") else "warning"
     checks = _dims(config_value(config, "validation.video_dims", DEFAULT_VIDEO_DIMS), "validation.video_dims", severity)
     for i, sample in enumerate(samples):
         if not isinstance(sample, Mapping):
@@ -114,7 +114,8 @@ def _strategy(config: Mapping[str, Any]) -> list[Check]:
                       "training_strategy.name",
                       "use name: flexible with video/audio modalities, as every shipped config does")]
     checks = []
-    modalities = {key: strategy.get(key) for key in ("video", "audio") if isinstance(strategy.get(key), Mapping)}
+    modalities: dict[str, Any] = {key: strategy.get(key) for key in ("video", "audio")
+                                  if isinstance(strategy.get(key), Mapping)}
     if not any(m.get("is_generated") is True for m in modalities.values()):
         checks.append(Check("error", "nothing-generated",
                             "training_strategy: no modality has is_generated: true, so nothing would be trained",

@@ -229,9 +229,10 @@ def _check_video(root: Path, path: Path, source: str, data: Mapping[str, Any], p
         dims = (shape[1], shape[2], shape[3])
     elif key == "latents" and shape is not None and len(shape) == 2 and shape[1] == LATENT_CHANNELS:
         # Legacy [seq, C] latents: the trainer unpatchifies them with the stored grid size.
-        grid = tuple(data.get(name) for name in ("num_frames", "height", "width"))
-        if all(isinstance(n, int) and n > 0 for n in grid) and grid[0] * grid[1] * grid[2] == shape[0]:
-            dims = (int(grid[0]), int(grid[1]), int(grid[2]))
+        grid = [data.get(name) for name in ("num_frames", "height", "width")]
+        sizes = [int(n) for n in grid if isinstance(n, int) and n > 0]
+        if len(sizes) == 3 and sizes[0] * sizes[1] * sizes[2] == shape[0]:
+            dims = (sizes[0], sizes[1], sizes[2])
     if dims is None:
         expected = "[F', H', W']" if key == "mask" else f"[{LATENT_CHANNELS}, F', H', W'] (or legacy [seq, 128])"
         checks.append(_bad_sample(path, f"`{key}` has shape {shape}, expected {expected}"))

@@ -19,10 +19,11 @@ from ltx_pipeline.ltx.tiers import Tier
 __all__ = ["Recipe", "Stage", "build_recipe"]
 
 # Knob values of the trainer's two shipped anchor configs (facts §2.1-2.2, seed 000).
-_LOW_VRAM = {"optimizer_type": "adamw8bit", "quantization": "int8-quanto", "load_text_encoder_in_8bit": True,
-             "offload_optimizer_during_validation": True, "rank": 16}
-_STANDARD = {"optimizer_type": "adamw", "quantization": None, "load_text_encoder_in_8bit": False,
-             "offload_optimizer_during_validation": False, "rank": 32}
+_LOW_VRAM: dict[str, Any] = {"optimizer_type": "adamw8bit", "quantization": "int8-quanto",
+                             "load_text_encoder_in_8bit": True, "offload_optimizer_during_validation": True,
+                             "rank": 16}
+_STANDARD: dict[str, Any] = {"optimizer_type": "adamw", "quantization": None, "load_text_encoder_in_8bit": False,
+                             "offload_optimizer_during_validation": False, "rank": 32}
 CHECKPOINT_INTERVAL = 250
 VALIDATION_INTERVAL = 100
 

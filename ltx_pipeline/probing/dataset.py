@@ -1,26 +1,42 @@
 """Dataset probing: what ``--dataset`` points at, and what is in it.
 
 Owns the classification of a dataset path into one of four kinds (a metadata file, a folder of
-raw media, a ``.precomputed`` folder, a prior run's outputs) and the facts the plan needs about
-each: rows, columns, the caption column, missing media, precomputed counts, resumable
-checkpoints, and clip frame counts through ffprobe. Unusable inputs raise ``BadDataset`` with one
-line. Metadata conventions follow the trainer's ``process_dataset.py``: media paths are relative
-to the metadata file, ``caption`` is the default caption column, ``media_path`` and
-``ref_media_path`` are legacy aliases.
+raw media, a ``.precomputed`` folder, a prior run's outputs) and the readers that gather the facts
+the plan needs about each: rows, columns, the caption column, missing media, precomputed counts
+and resumable checkpoints, with a warning and next step for each problem found. Unusable inputs
+raise ``BadDataset`` with one line. Metadata conventions follow the trainer's ``process_dataset.py``:
+media paths are relative to the metadata file, ``caption`` is the default caption column,
+``media_path`` and ``ref_media_path`` are legacy aliases.
+
+This is the public module of the dataset probe: it re-exports the records and extension sets of
+``_dataset_records`` and the clip listing and ffprobe frame counting of ``_clips``. Invariant:
+read-only (nothing here writes), and imports run one way: this module imports those two, they
+never import it.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.metadata import metadata_columns, read_metadata_rows, resolve_media
-from ltx_pipeline.probing import Finding, to_plain
+from ltx_pipeline.probing._clips import clip_frame_counts, media_files
+from ltx_pipeline.probing._dataset_records import (
+    AUDIO_EXTENSIONS,
+    IMAGE_EXTENSIONS,
+    METADATA_EXTENSIONS,
+    VIDEO_EXTENSIONS,
+    DatasetInfo,
+    MediaColumn,
+    MediaFolderInfo,
+    MetadataInfo,
+    PrecomputedInfo,
+    PriorRunInfo,
+    RunCheckpoint,
+)
 
 __all__ = [
     "AUDIO_EXTENSIONS",
@@ -39,10 +55,6 @@ __all__ = [
     "media_files",
 ]
 
-VIDEO_EXTENSIONS = frozenset({".mp4", ".mov", ".mkv", ".webm", ".avi"})
-IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg"})
-AUDIO_EXTENSIONS = frozenset({".wav", ".mp3", ".flac"})
-METADATA_EXTENSIONS = frozenset({".csv", ".json", ".jsonl"})
 MEDIA_COLUMNS = ("video", "media_path", "audio", "reference_video", "ref_media_path",
                  "reference_audio", "video_mask", "audio_mask")
 LEGACY_ALIASES = {"media_path": "video", "ref_media_path": "reference_video"}
@@ -52,113 +64,6 @@ _WEIGHTS = re.compile(r"^(lora|model)_weights_step_(\d+)\.safetensors$")
 _STATE = re.compile(r"^training_state_step_(\d+)\.pt$")
 _FIX_PATH = ("pass --dataset a folder of videos, a .csv/.json/.jsonl metadata file, a .precomputed "
              "folder or a prior run's output folder")
-
-Kind = Literal["metadata", "videos_folder", "precomputed", "prior_run"]
-
-
-@dataclass(frozen=True)
-class MediaColumn:
-    """A media column of a metadata file: how many rows name a file, and how many are missing."""
-
-    column: str
-    rows_with_path: int
-    missing: int
-    missing_examples: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class PrecomputedInfo:
-    """A ``.precomputed`` folder: ``.pt`` files per subfolder (recursive) and leftover temp files."""
-
-    path: str
-    subfolders: dict[str, int]
-    leftover_tmp_files: int = 0
-
-
-@dataclass(frozen=True)
-class MetadataInfo:
-    """A .csv/.json/.jsonl metadata file as the trainer's preprocessing reads it."""
-
-    format: str
-    rows: int
-    columns: tuple[str, ...]
-    caption_column: str | None
-    empty_captions: int
-    media_columns: tuple[MediaColumn, ...]
-    precomputed: PrecomputedInfo | None
-
-
-@dataclass(frozen=True)
-class MediaFolderInfo:
-    """Raw media found under a folder (hidden folders skipped), and metadata files at its top."""
-
-    videos: int
-    images: int
-    audio: int
-    by_extension: dict[str, int]
-    metadata_files: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class RunCheckpoint:
-    """A resumable checkpoint: weights plus training state for the same step."""
-
-    step: int
-    weights: str
-    training_state: str
-    training_mode: Literal["lora", "full"]
-
-
-@dataclass(frozen=True)
-class PriorRunInfo:
-    """A prior run's outputs: complete checkpoints highest step first, and incomplete ones."""
-
-    checkpoints_dir: str | None
-    checkpoints: tuple[RunCheckpoint, ...]
-    weights_without_state: tuple[int, ...]
-    state_without_weights: tuple[int, ...]
-    has_training_config: bool
-
-
-@dataclass(frozen=True)
-class DatasetInfo:
-    """What ``--dataset`` is. Exactly the parts that apply to ``kind`` are set."""
-
-    kind: Kind
-    path: str
-    metadata: MetadataInfo | None = None
-    media: MediaFolderInfo | None = None
-    precomputed: PrecomputedInfo | None = None
-    prior_run: PriorRunInfo | None = None
-    warnings: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON data."""
-        return to_plain(self)
-
-    def to_finding(self) -> Finding:
-        """The "Dataset" row of the findings table; warnings become the next step."""
-        status = "warning" if self.warnings else "ok"
-        return Finding("Dataset", status, f"{self.kind}: {self._summary()}",
-                       " ".join(self.warnings) if self.warnings else None)
-
-    def _summary(self) -> str:
-        if self.metadata is not None:
-            meta = self.metadata
-            media = ", ".join(col.column for col in meta.media_columns) or "none"
-            missing = sum(col.missing for col in meta.media_columns)
-            return (f"{self.path}: {meta.rows} rows, caption column {meta.caption_column or 'none'}, "
-                    f"media columns {media}, {missing} media files missing")
-        if self.prior_run is not None:
-            latest = self.prior_run.checkpoints[0].step if self.prior_run.checkpoints else None
-            return (f"{self.path}: {len(self.prior_run.checkpoints)} resumable checkpoint(s)"
-                    + (f", latest step {latest}" if latest is not None else ""))
-        if self.precomputed is not None:
-            counts = ", ".join(f"{k} {v}" for k, v in self.precomputed.subfolders.items()) or "no subfolders"
-            return f"{self.precomputed.path}: {counts}"
-        assert self.media is not None  # videos_folder always carries media
-        return (f"{self.path}: {self.media.videos} videos, {self.media.images} images, "
-                f"{self.media.audio} audio files")
 
 
 def _bad(what: str, path: Path, fix: str = _FIX_PATH) -> BadDataset:
@@ -349,65 +254,3 @@ def classify_dataset(path: Path) -> DatasetInfo:
     warnings = [f"Found {name} here: pass it as --dataset to use its captions."
                 for name in media.metadata_files]
     return DatasetInfo("videos_folder", str(path), media=media, warnings=tuple(warnings))
-
-
-def media_files(path: Path) -> list[Path]:
-    """The visual media of a dataset path, for ``clip_frame_counts``.
-
-    A metadata file gives its ``video`` (or legacy ``media_path``) column resolved against its
-    folder; a folder gives its videos and images, sorted. Other kinds give an empty list.
-    """
-    path = path.expanduser().absolute()
-    if path.is_file() and path.suffix.lower() in METADATA_EXTENSIONS:
-        rows = read_metadata_rows(path)
-        column = "video" if "video" in metadata_columns(rows) else "media_path"
-        return [resolve_media(path.parent, row[column].strip()) for row in rows
-                if isinstance(row.get(column), str) and row[column].strip()]
-    if path.is_dir() and path.name != ".precomputed":
-        found = []
-        for root, dirs, files in os.walk(path):
-            dirs[:] = [name for name in dirs if not name.startswith(".")]
-            found += [Path(root) / name for name in files if not name.startswith(".")
-                      and Path(name).suffix.lower() in VIDEO_EXTENSIONS | IMAGE_EXTENSIONS]
-        return sorted(found)
-    return []
-
-
-def clip_frame_counts(paths: list[Path], ffprobe: str | None, limit: int = 300,
-                      timeout: float = 10) -> dict[str, int | None]:
-    """Count the frames of each clip with ffprobe (images count as 1 without running it).
-
-    Args:
-        paths: clips to measure.
-        ffprobe: the ffprobe executable, None when absent.
-        limit: above this many clips nothing is measured (the skill probes small datasets only).
-        timeout: seconds per clip.
-
-    Returns:
-        ``{str(path): frames or None}``; None where ffprobe failed. Empty when there are more than
-        ``limit`` clips, or when ffprobe is None and some clip is not an image.
-    """
-    if len(paths) > limit:
-        return {}
-    if ffprobe is None and any(p.suffix.lower() not in IMAGE_EXTENSIONS for p in paths):
-        return {}
-    counts: dict[str, int | None] = {}
-    for clip in paths:
-        if clip.suffix.lower() in IMAGE_EXTENSIONS:
-            counts[str(clip)] = 1 if clip.is_file() else None
-            continue
-        counts[str(clip)] = _ffprobe_frames(str(ffprobe), clip, timeout)
-    return counts
-
-
-def _ffprobe_frames(ffprobe: str, clip: Path, timeout: float) -> int | None:
-    argv = [ffprobe, "-v", "error", "-select_streams", "v:0", "-count_packets",
-            "-show_entries", "stream=nb_read_packets", "-of", "csv=p=0", str(clip)]
-    try:
-        # argv list, no shell: the clip path may contain any character.
-        done = subprocess.run(argv, capture_output=True, text=True, errors="replace",  # noqa: S603
-                              timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    first = done.stdout.strip().split("\n", 1)[0].strip().rstrip(",")
-    return int(first) if done.returncode == 0 and first.isdigit() else None

@@ -23,7 +23,7 @@ from ltx_pipeline.ltx.data_check import Check, check_conditions_pairing, has_err
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import Mode
 from ltx_pipeline.ltx.precomputed import inspect_precomputed
-from ltx_pipeline.trainer_log.follow import read_tail
+from ltx_pipeline.trainer_log import read_tail
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PAIRING_FILE", "preprocess", "write_subset_metadata"]

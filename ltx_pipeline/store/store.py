@@ -10,16 +10,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import event, func
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, create_engine, select
+from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from ltx_pipeline.store.migrate import upgrade
 from ltx_pipeline.store.models import Approval, Checkpoint, Event, Metric, PhaseRun, Process, Run, utcnow
 
 __all__ = ["Store"]
+
+_Row = TypeVar("_Row", bound=SQLModel)
 
 
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
@@ -29,6 +31,18 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _get(session: Session, model: type[_Row], key: int) -> _Row:
+    """The row of ``model`` with primary key ``key``.
+
+    Raises:
+        LookupError: no such row (the caller passed an id the store never handed out).
+    """
+    row = session.get(model, key)
+    if row is None:
+        raise LookupError(f"no {model.__name__} row with id {key} in the store")
+    return row
 
 
 class Store:
@@ -68,11 +82,11 @@ class Store:
 
     def list_runs(self) -> list[Run]:
         with self._session() as s:
-            return list(s.exec(select(Run).order_by(Run.created_at, Run.id)))
+            return list(s.exec(select(Run).order_by(col(Run.created_at), col(Run.id))))
 
     def update_request(self, run_id: int, request: dict[str, Any]) -> None:
         with self._session() as s:
-            run = s.get(Run, run_id)
+            run = _get(s, Run, run_id)
             run.request = request
             run.updated_at = utcnow()
 
@@ -85,7 +99,7 @@ class Store:
 
     @staticmethod
     def _set_state(session: Session, run_id: int, state: str) -> None:
-        run = session.get(Run, run_id)
+        run = _get(session, Run, run_id)
         run.state = state
         run.updated_at = utcnow()
 
@@ -109,7 +123,7 @@ class Store:
                      approval_blockers: list[str] | None = None) -> None:
         """Close an attempt with its outputs and move the run to ``run_state`` together."""
         with self._session() as s:
-            row = s.get(PhaseRun, phase_run_id)
+            row = _get(s, PhaseRun, phase_run_id)
             row.status = status
             row.finished_at = utcnow()
             row.outputs = outputs or {}
@@ -136,12 +150,12 @@ class Store:
     def latest_phase_runs(self, run_id: int) -> dict[str, PhaseRun]:
         """The newest attempt of every phase of a run, by phase name."""
         with self._session() as s:
-            rows = s.exec(select(PhaseRun).where(PhaseRun.run_id == run_id).order_by(PhaseRun.attempt))
+            rows = s.exec(select(PhaseRun).where(PhaseRun.run_id == run_id).order_by(col(PhaseRun.attempt)))
             return {row.phase: row for row in rows}
 
     def phase_attempts(self, run_id: int) -> list[PhaseRun]:
         with self._session() as s:
-            return list(s.exec(select(PhaseRun).where(PhaseRun.run_id == run_id).order_by(PhaseRun.id)))
+            return list(s.exec(select(PhaseRun).where(PhaseRun.run_id == run_id).order_by(col(PhaseRun.id))))
 
     # -- events and approvals -----------------------------------------------------------------
     def record_event(self, run_id: int, message: str, *, phase: str | None = None, level: str = "info") -> None:
@@ -150,7 +164,7 @@ class Store:
 
     def events(self, run_id: int) -> list[Event]:
         with self._session() as s:
-            return list(s.exec(select(Event).where(Event.run_id == run_id).order_by(Event.id)))
+            return list(s.exec(select(Event).where(Event.run_id == run_id).order_by(col(Event.id))))
 
     def approve(self, run_id: int, subject: str, approved_by: str) -> Approval:
         with self._session() as s:
@@ -164,7 +178,7 @@ class Store:
         with self._session() as s:
             return s.exec(
                 select(Approval).where(Approval.run_id == run_id, Approval.subject == subject)
-                .order_by(Approval.id.desc())
+                .order_by(col(Approval.id).desc())
             ).first()
 
     # -- processes, metrics, checkpoints ------------------------------------------------------
@@ -179,7 +193,7 @@ class Store:
 
     def update_process(self, process_id: int, **fields: Any) -> Process:
         with self._session() as s:
-            row = s.get(Process, process_id)
+            row = _get(s, Process, process_id)
             for key, value in fields.items():
                 setattr(row, key, value)
             return row
@@ -189,7 +203,7 @@ class Store:
             query = select(Process).where(Process.run_id == run_id)
             if kind is not None:
                 query = query.where(Process.kind == kind)
-            return list(s.exec(query.order_by(Process.id)))
+            return list(s.exec(query.order_by(col(Process.id))))
 
     def add_metrics(self, run_id: int, stage: int, rows: list[dict[str, Any]]) -> int:
         """Insert step metrics once per (stage, step); a repeated step keeps its latest figures."""
@@ -198,7 +212,7 @@ class Store:
         with self._session() as s:
             steps = [r["step"] for r in rows]
             existing = {m.step: m for m in s.exec(select(Metric).where(
-                Metric.run_id == run_id, Metric.stage == stage, Metric.step.in_(steps)))}
+                Metric.run_id == run_id, Metric.stage == stage, col(Metric.step).in_(steps)))}
             for row in rows:
                 metric = existing.get(row["step"])
                 if metric is None:
@@ -215,7 +229,7 @@ class Store:
             query = select(Metric).where(Metric.run_id == run_id)
             if stage is not None:
                 query = query.where(Metric.stage == stage)
-            return list(s.exec(query.order_by(Metric.stage, Metric.step)))
+            return list(s.exec(query.order_by(col(Metric.stage), col(Metric.step))))
 
     def add_checkpoint(self, run_id: int, stage: int, step: int, weights_path: str, state_path: str | None) -> bool:
         """Record a checkpoint pair once; returns False when it was already known."""
@@ -234,4 +248,4 @@ class Store:
             query = select(Checkpoint).where(Checkpoint.run_id == run_id)
             if stage is not None:
                 query = query.where(Checkpoint.stage == stage)
-            return list(s.exec(query.order_by(Checkpoint.stage, Checkpoint.step)))
+            return list(s.exec(query.order_by(col(Checkpoint.stage), col(Checkpoint.step))))

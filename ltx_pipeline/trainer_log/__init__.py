@@ -16,11 +16,20 @@ Public API (pure standard library, safe to import from the CLI at start-up):
 - ``classify_failure(exit_code, signal, log_tail, stderr_tail=None, *, config=None,
   initial_validation=None) -> Failure`` with ``Failure.kind`` in ``FAILURE_KINDS`` and ordered
   ``FixStep(path, value, reason)`` entries (``path`` None = advice, not a config diff).
+
+Import from this package only; the inner modules are private and import one way
+(``_events`` <- ``_messages`` <- ``_grammar`` <- ``_classify``; ``_events`` <- ``_progress``):
+
+- ``_events``: the event dataclasses, the ``Event`` union and ``ERROR_KINDS`` (data only).
+- ``_messages``: the trainer's message formats, W&B URLs and error signatures: one message -> events.
+- ``_grammar``: the Rich line layout (ANSI, level, location, wrapping): ``LogParser``, ``parse_lines``.
+- ``_progress``: ``TrainingProgress``, folding events into steps, losses, checkpoints and the ETA.
+- ``_follow``: ``LogFollower`` and ``read_tail``, incremental reading of the log file.
+- ``_classify``: ``classify_failure``, symptom -> failure kind -> proposed fixes.
 """
 
-from ltx_pipeline.trainer_log.classify import FAILURE_KINDS, Failure, FixStep, classify_failure
-from ltx_pipeline.trainer_log.follow import DEFAULT_MAX_BYTES, LogFollower, read_tail
-from ltx_pipeline.trainer_log.parse import (
+from ltx_pipeline.trainer_log._classify import FAILURE_KINDS, Failure, FixStep, classify_failure
+from ltx_pipeline.trainer_log._events import (
     ERROR_KINDS,
     CheckpointLoaded,
     CheckpointLoading,
@@ -30,22 +39,22 @@ from ltx_pipeline.trainer_log.parse import (
     ErrorSignal,
     Event,
     GpuMemory,
-    LogParser,
     OptimizerOffloaded,
     ResumeFallback,
     ResumingFrom,
     SamplesSkipped,
     StepEvent,
     TrainableParams,
-    TrainingProgress,
     TrainingStarted,
     TrainingStateLoaded,
     TrainingStateSaved,
     TrainingStats,
     ValidationSaved,
     WandbRun,
-    parse_lines,
 )
+from ltx_pipeline.trainer_log._follow import DEFAULT_MAX_BYTES, LogFollower, read_tail
+from ltx_pipeline.trainer_log._grammar import LogParser, parse_lines
+from ltx_pipeline.trainer_log._progress import TrainingProgress
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

@@ -11,12 +11,12 @@ samples are never existence-checked, like the trainer; only the legacy lists are
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from ltx_pipeline.ltx.trainer_config_paths import locate, path_policy
-from ltx_pipeline.ltx.trainer_config_sections import ConfigBaseModel
+from ltx_pipeline.ltx.trainer_config._paths import locate, path_policy
+from ltx_pipeline.ltx.trainer_config._sections import ConfigBaseModel
 
 __all__ = [
     "DEFAULT_NEGATIVE_PROMPT",
@@ -46,6 +46,9 @@ class _OneModality(ConfigBaseModel):
 
     video: str | None = None
     audio: str | None = None
+
+    if TYPE_CHECKING:  # each subclass declares its own ``Literal`` tag (not a field of this base)
+        type: str
 
     @model_validator(mode="after")
     def _exactly_one_modality(self) -> _OneModality:
@@ -131,7 +134,7 @@ _ALWAYS_VIDEO = ("first_frame", "spatial_crop", "video_to_audio")
 _EITHER = ("prefix", "suffix", "mask", "reference")
 
 
-def _targets(condition: Any, modality: str) -> bool:
+def _targets(condition: ValidationCondition, modality: str) -> bool:
     """Whether a validation condition touches ``modality`` ("video" or "audio")."""
     if condition.type in _EITHER:
         return getattr(condition, modality) is not None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["BATCH_SIZES", "KNOB_KEYS", "SPACE_KEYS", "Knobs", "batch_steps", "distance", "knob_steps",
@@ -73,6 +74,7 @@ def search_space(base: str, per_gpu_effective_batch: int, multi_bucket: bool, ba
     """
     start = normalize(baseline, per_gpu_effective_batch)
     batches = [b for b in BATCH_SIZES if per_gpu_effective_batch % b == 0 and (b == 1 or not multi_bucket)]
+    axes: tuple[Sequence[Any], ...]
     if base == "low_vram":
         axes = (_QUANTIZATIONS, _OPTIMIZERS, batches, (start["enable_gradient_checkpointing"],))
     elif base == "standard":

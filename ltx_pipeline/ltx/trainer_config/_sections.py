@@ -11,11 +11,11 @@ validation context (see ``trainer_config_paths``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from ltx_pipeline.ltx.trainer_config_paths import locate, path_policy, resolved
+from ltx_pipeline.ltx.trainer_config._paths import locate, path_policy, resolved
 
 __all__ = [
     "DEFAULT_LORA_TARGET_MODULES",
@@ -94,7 +94,7 @@ class OptimizationConfig(ConfigBaseModel):
     max_grad_norm: float = 1.0
     optimizer_type: Literal["adamw", "adamw8bit"] = "adamw"
     scheduler_type: SchedulerType = "linear"
-    scheduler_params: dict = Field(default_factory=dict)
+    scheduler_params: dict[Any, Any] = Field(default_factory=dict)
     enable_gradient_checkpointing: bool = False
 
 
@@ -163,4 +163,4 @@ class FlowMatchingConfig(ConfigBaseModel):
     """Timestep sampling; the params are passed as kwargs to the sampler at train() start."""
 
     timestep_sampling_mode: Literal["uniform", "shifted_logit_normal"] = "shifted_logit_normal"
-    timestep_sampling_params: dict = Field(default_factory=dict)
+    timestep_sampling_params: dict[Any, Any] = Field(default_factory=dict)

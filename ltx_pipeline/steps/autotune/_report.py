@@ -12,7 +12,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.ltx.autotune_strategy import format_knobs
+from ltx_pipeline.ltx.autotune import format_knobs
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["render_log", "render_markdown", "trial_line", "write_reports"]

@@ -15,8 +15,7 @@ import json
 import math
 from typing import Any
 
-from ltx_pipeline.ltx.autotune_space import SPACE_KEYS, Knobs
-from ltx_pipeline.ltx.autotune_strategy import Pruned, TrialResult
+from ltx_pipeline.ltx.autotune import SPACE_KEYS, Knobs, Pruned, TrialResult
 
 __all__ = ["ORPHAN_REASON", "ask_trial", "distributions", "fail_orphan", "finished_results", "open_study",
            "orphans", "record_pruned", "tell_result"]

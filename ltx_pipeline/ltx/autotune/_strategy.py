@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from ltx_pipeline.ltx.autotune_space import SPACE_KEYS, Knobs, distance, knob_steps, needs_no_more_memory, normalize
+from ltx_pipeline.ltx.autotune._space import SPACE_KEYS, Knobs, distance, knob_steps, needs_no_more_memory, normalize
 
 __all__ = ["GROWTH_PRIOR", "Outcome", "Pruned", "SweepPlanner", "TrialResult", "deltas", "format_knobs"]
 
@@ -82,12 +82,12 @@ def format_knobs(knobs: Knobs) -> str:
             f"batch_size: {knobs.get('batch_size')}, gradient_checkpointing: {check}}}")
 
 
-def deltas(winner: Knobs, baseline: Knobs) -> dict:
+def deltas(winner: Knobs, baseline: Knobs) -> dict[str, Any]:
     """The knobs (with ``gradient_accumulation_steps``) on which ``winner`` differs from ``baseline``."""
     return {k: winner[k] for k in SPACE_KEYS if k in winner and winner[k] != baseline.get(k)}
 
 
-def _key(knobs: Knobs) -> tuple:
+def _key(knobs: Knobs) -> tuple[Any, ...]:
     return tuple(knobs.get(k) for k in SPACE_KEYS)
 
 
@@ -114,8 +114,8 @@ class SweepPlanner:
         self.headroom = headroom
         self.effective_batch = effective_batch
         self.baseline_failed = False
-        self._results: dict[tuple, TrialResult] = {}
-        self._pruned: dict[tuple, Pruned] = {}
+        self._results: dict[tuple[Any, ...], TrialResult] = {}
+        self._pruned: dict[tuple[Any, ...], Pruned] = {}
 
     @property
     def limit_gb(self) -> float:
@@ -182,7 +182,7 @@ class SweepPlanner:
         growth = self._growth()
         order = {_key(k): i for i, k in enumerate(self.space)}
 
-        def rank(c: Knobs) -> tuple:
+        def rank(c: Knobs) -> tuple[int, int, int, int]:
             if self._estimate(c, growth) <= self.limit_gb:
                 settled = sum(1 for o in candidates if o is not c and needs_no_more_memory(o, c))
                 group = 0
@@ -191,7 +191,8 @@ class SweepPlanner:
                 group = 1
             return group, -settled, distance(c, self.baseline), order[_key(c)]
 
-        return dict(min(candidates, key=rank))
+        chosen = min(candidates, key=rank)
+        return dict(chosen)
 
     def best(self) -> TrialResult | None:
         """The fastest fitting trial; ties go to the config closer to the baseline, then the earlier."""
@@ -246,6 +247,7 @@ class SweepPlanner:
         for low in results:
             if not self.fits(low):
                 continue
+            low_peak = _measured_peak(low)
             for high in results:
                 steps = {k: s for k, s in knob_steps(low.knobs, high.knobs).items() if s}
                 if len(steps) != 1:
@@ -253,11 +255,12 @@ class SweepPlanner:
                 (knob, step), = steps.items()
                 if step <= 0:
                     continue
-                if self.fits(high) or (high.outcome == "over_headroom" and high.peak_gb is not None):
-                    seen.setdefault(knob, []).append((high.peak_gb / low.peak_gb) ** (1 / step))
+                high_peak = high.peak_gb  # every fit has one, so this test is the same as before
+                if high_peak is not None and (self.fits(high) or high.outcome == "over_headroom"):
+                    seen.setdefault(knob, []).append((high_peak / low_peak) ** (1 / step))
                 elif self._is_memory_failure(high):
                     # It went over the limit, so this knob grows memory at least this fast.
-                    bound = (self.limit_gb / low.peak_gb) ** (1 / step)
+                    bound = (self.limit_gb / low_peak) ** (1 / step)
                     floor[knob] = max(floor.get(knob, 1.0), bound)
         growth = {}
         for knob, prior in GROWTH_PRIOR.items():
@@ -276,6 +279,19 @@ class SweepPlanner:
 
         def grown(r: TrialResult) -> float:
             steps = knob_steps(r.knobs, cand)
-            return r.peak_gb * math.prod(growth[k] ** s for k, s in steps.items())
+            factor: float = math.prod(growth[k] ** s for k, s in steps.items())  # growth >= 1: never complex
+            return _measured_peak(r) * factor
 
         return max(grown(r) for r in sources)
+
+
+def _measured_peak(result: TrialResult) -> float:
+    """The peak memory of a trial known to fit (a fit always has a measured peak).
+
+    Raises:
+        ValueError: the trial has no measured peak.
+    """
+    peak = result.peak_gb
+    if peak is None:
+        raise ValueError(f"trial {format_knobs(result.knobs)} has no measured peak memory")
+    return peak

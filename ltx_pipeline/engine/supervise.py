@@ -1,4 +1,4 @@
-"""``python -m ltx_pipeline.supervise EXIT_FILE -- ARGV...``: run a child and record how it ended.
+"""``python -m ltx_pipeline.engine.supervise EXIT_FILE -- ARGV...``: run a child and record how it ended.
 
 The engine launches trainers through this tiny supervisor, detached in their own session, so the
 exit status survives the engine: whoever checks later reads ``EXIT_FILE`` (``{"exit_code": N,
@@ -18,10 +18,10 @@ import sys
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
-        print("usage: python -m ltx_pipeline.supervise EXIT_FILE -- ARGV...", file=sys.stderr)
+        print("usage: python -m ltx_pipeline.engine.supervise EXIT_FILE -- ARGV...", file=sys.stderr)
         return 2
     exit_file, command = argv[0], argv[2:]
-    children: list[subprocess.Popen] = []
+    children: list[subprocess.Popen[bytes]] = []
 
     def forward(signum: int, _frame: object) -> None:
         for child in children:
@@ -35,14 +35,15 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, forward)
     children.append(subprocess.Popen(command))  # noqa: S603 - argv list handed over by the engine
     code = children[0].wait()
-    record = {"exit_code": code if code >= 0 else 128 - code, "signal": -code if code < 0 else None}
+    exit_code = code if code >= 0 else 128 - code
+    record = {"exit_code": exit_code, "signal": -code if code < 0 else None}
     tmp = f"{exit_file}.tmp.{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(record, handle)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, exit_file)
-    return record["exit_code"]
+    return exit_code
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.representer import RoundTripRepresenter
 
 from ltx_pipeline.errors import BadConfig
-from ltx_pipeline.ltx.config_patch_nodes import insert, styled
-from ltx_pipeline.ltx.config_patch_types import MISSING
+from ltx_pipeline.ltx.config_patch._records import MISSING
+from ltx_pipeline.ltx.config_patch._yaml_nodes import insert, styled
 
 __all__ = ["RoundTrip", "float_text", "split_path"]
 
@@ -119,7 +119,7 @@ class RoundTrip:
         else:
             raise _not_container(parts, len(parts) - 1, plain)
 
-    def _create(self, node: CommentedMap, plain: dict, parts: list[str], depth: int, value: Any) -> None:
+    def _create(self, node: CommentedMap, plain: dict[str, Any], parts: list[str], depth: int, value: Any) -> None:
         """Build the missing mappings from ``parts[depth]`` down and insert them as one block."""
         if any(part.isdigit() for part in parts[depth + 1:]):
             raise BadConfig(f"Patch path {'.'.join(parts)}: {'.'.join(parts[:depth + 1])} does not exist, "
@@ -172,7 +172,7 @@ def _guess_indent(doc: CommentedMap) -> tuple[int, int, int]:
     return mapping, mapping + 2, mapping
 
 
-def _index(parts: list[str], depth: int, seq: list) -> int:
+def _index(parts: list[str], depth: int, seq: list[Any]) -> int:
     part = parts[depth]
     if not part.isdigit() or int(part) >= len(seq):
         where = ".".join(parts[:depth]) or "(top level)"

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import yaml
 
-from ltx_pipeline.ltx.config_patch_stage import KNOB_PATHS, StagePaths, patches_for_stage
-from ltx_pipeline.ltx.config_patch_types import MISSING, Patch, PatchRecord, PromptRewrite
-from ltx_pipeline.ltx.config_patch_yaml import RoundTrip, float_text, split_path
+from ltx_pipeline.ltx.config_patch._records import MISSING, Patch, PatchRecord, PromptRewrite
+from ltx_pipeline.ltx.config_patch._round_trip import RoundTrip, float_text, split_path
+from ltx_pipeline.ltx.config_patch._stage import KNOB_PATHS, StagePaths, patches_for_stage
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, validate_trainer_config
 
 __all__ = [

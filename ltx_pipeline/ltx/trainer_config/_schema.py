@@ -25,8 +25,8 @@ import yaml
 from pydantic import Field, TypeAdapter, ValidationError, ValidationInfo, field_validator, model_validator
 
 from ltx_pipeline.errors import BadConfig
-from ltx_pipeline.ltx.trainer_config_paths import PathPolicy, path_policy, resolved
-from ltx_pipeline.ltx.trainer_config_sections import (
+from ltx_pipeline.ltx.trainer_config._paths import PathPolicy, path_policy, resolved
+from ltx_pipeline.ltx.trainer_config._sections import (
     AccelerationConfig,
     CheckpointsConfig,
     ConfigBaseModel,
@@ -38,8 +38,8 @@ from ltx_pipeline.ltx.trainer_config_sections import (
     OptimizationConfig,
     WandbConfig,
 )
-from ltx_pipeline.ltx.trainer_config_strategy import TextToVideoConfig, TrainingStrategyConfig
-from ltx_pipeline.ltx.trainer_config_validation import ValidationConfig
+from ltx_pipeline.ltx.trainer_config._strategy import TextToVideoConfig, TrainingStrategyConfig
+from ltx_pipeline.ltx.trainer_config._validation import ValidationConfig
 
 __all__ = [
     "ConfigFinding",
@@ -59,7 +59,8 @@ class LtxTrainerConfig(ConfigBaseModel):
     trainer. ``output_dir`` is resolved only when supplied; the default stays "outputs".
     """
 
-    model: ModelConfig = Field(default_factory=ModelConfig)
+    # Without ``model:`` this validates {} and so raises that model_path is required, as the trainer does.
+    model: ModelConfig = Field(default_factory=lambda: ModelConfig.model_validate({}))
     lora: LoraConfig | None = None
     training_strategy: TrainingStrategyConfig = Field(default_factory=TextToVideoConfig)
     optimization: OptimizationConfig = Field(default_factory=OptimizationConfig)
@@ -157,7 +158,7 @@ def _findings(error: ValidationError) -> list[ConfigFinding]:
 
 
 def validate_trainer_config(
-    data: dict, *, relaxed_paths: bool = False, cwd: Path | None = None
+    data: dict[str, Any], *, relaxed_paths: bool = False, cwd: Path | None = None
 ) -> list[ConfigFinding]:
     """Check a trainer config mapping the way ``ltx-trainer`` would, collecting every problem.
 
@@ -237,7 +238,7 @@ def data_sources(config: LtxTrainerConfig | Mapping[str, Any]) -> dict[str, str]
     return dict(strategy.get_data_sources())
 
 
-def load_trainer_config_file(path: Path) -> dict:
+def load_trainer_config_file(path: Path) -> dict[str, Any]:
     """Read a trainer config YAML with ``yaml.safe_load``, like ``scripts/train.py`` does.
 
     ``safe_load`` (YAML 1.1) is kept on purpose: it reads ``1e-4`` as a string, which the trainer

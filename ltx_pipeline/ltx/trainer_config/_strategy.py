@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from ltx_pipeline.ltx.trainer_config_sections import ConfigBaseModel
+from ltx_pipeline.ltx.trainer_config._sections import ConfigBaseModel
 
 __all__ = [
     "ConditionConfig",
@@ -188,12 +188,13 @@ class FlexibleStrategyConfig(_StrategyBase):
         return sources
 
 
-def _get_strategy_discriminator(value: Any) -> str | None:
+def _get_strategy_discriminator(value: Any) -> object:
     """The union tag: ``name`` of a mapping (``text_to_video`` when absent), or of a built strategy.
 
     Named like the trainer's function because pydantic quotes the name in ``union_tag_invalid``
     messages. Unlike the trainer (which crashes with AttributeError), a value that is neither a
-    mapping nor a strategy yields None, which pydantic reports as ``union_tag_not_found``.
+    mapping nor a strategy yields None, which pydantic reports as ``union_tag_not_found``. The tag is
+    whatever the mapping holds (normally a str), so a malformed one reaches pydantic as it is.
     """
     if isinstance(value, dict):
         return value.get("name", "text_to_video")

@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ltx_pipeline.ltx.config_values import config_value
-from ltx_pipeline.trainer_log.parse import (
+from ltx_pipeline.trainer_log._events import (
     ErrorSignal,
     Event,
     OptimizerOffloaded,
     StepEvent,
     TrainingStarted,
     ValidationSaved,
-    parse_lines,
 )
+from ltx_pipeline.trainer_log._grammar import parse_lines
 
 __all__ = ["FAILURE_KINDS", "Failure", "FixStep", "classify_failure"]
 

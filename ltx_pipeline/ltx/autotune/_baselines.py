@@ -27,8 +27,8 @@ import math
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ltx_pipeline.ltx.autotune_space import Knobs, distance, normalize
-from ltx_pipeline.ltx.autotune_strategy import SweepPlanner, TrialResult, format_knobs
+from ltx_pipeline.ltx.autotune._space import Knobs, distance, normalize
+from ltx_pipeline.ltx.autotune._strategy import Outcome, SweepPlanner, TrialResult, format_knobs
 
 __all__ = ["NAN_VISIBLE_AFTER_STEPS", "SKILL_TRIAL_STEPS", "SKILL_VALIDATIONS", "SWEEP_TRIAL_STEPS",
            "SWEEP_VALIDATIONS", "exhaustive_optimum", "simulate_sweep", "skill_greedy", "trial_cost"]
@@ -89,7 +89,7 @@ def trial_cost(surface: CostSurface, knobs: Knobs, *, steps: int, validations: i
     seconds = load + validations * val + steps * step
     peak = max(point.peak_vram_gb, point.validation_peak_vram_gb or 0.0)
     limit = capacity * (1 - headroom)
-    outcome = "fit" if peak <= limit else "over_headroom"
+    outcome: Outcome = "fit" if peak <= limit else "over_headroom"
     reason = "" if outcome == "fit" else f"peak {peak:.1f} GB over the {limit:.1f} GB limit"
     return TrialResult(dict(knobs), outcome, point.step_time_s, point.peak_vram_gb,
                        point.validation_peak_vram_gb, seconds, reason)
@@ -118,7 +118,7 @@ def exhaustive_optimum(surface: CostSurface, space: list[Knobs], headroom: float
 
 
 def skill_greedy(surface: CostSurface, baseline: Knobs, effective_batch: int, headroom: float,
-                 trial_steps: int = SKILL_TRIAL_STEPS, *, multi_bucket: bool = False) -> dict:
+                 trial_steps: int = SKILL_TRIAL_STEPS, *, multi_bucket: bool = False) -> dict[str, Any]:
     """The official skill's Phase 6 procedure (train-model-skill.md §2) on ``surface``.
 
     Reading of the skill: trial 1 is the baseline (a failure stops everything); each later trial is
@@ -138,7 +138,7 @@ def skill_greedy(surface: CostSurface, baseline: Knobs, effective_batch: int, he
     """
     current = normalize(baseline, effective_batch)
     low_vram = current["quantization"] is not None or current["optimizer_type"] == "adamw8bit"
-    changes: list[tuple[dict, str]] = []  # (change, on failure: "stop" or "continue")
+    changes: list[tuple[dict[str, Any], str]] = []  # (change, on failure: "stop" or "continue")
     if low_vram:
         changes += [({"quantization": None}, "stop"), ({"optimizer_type": "adamw"}, "continue")]
     else:
@@ -175,7 +175,7 @@ def _skill_trial(surface: CostSurface, knobs: Knobs, steps: int, headroom: float
 
 
 def simulate_sweep(surface: CostSurface, space: list[Knobs], baseline: Knobs, *, headroom: float,
-                   effective_batch: int, trial_steps: int = SWEEP_TRIAL_STEPS) -> dict:
+                   effective_batch: int, trial_steps: int = SWEEP_TRIAL_STEPS) -> dict[str, Any]:
     """Run ``SweepPlanner`` against ``trial_cost`` on ``surface``.
 
     Returns:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.buckets import parse_bucket
-from ltx_pipeline.ltx.config_patch_types import Patch, PromptRewrite
+from ltx_pipeline.ltx.config_patch._records import Patch, PromptRewrite
 from ltx_pipeline.ltx.modes import get_mode
 
 __all__ = ["KNOB_PATHS", "StagePaths", "patches_for_stage"]
@@ -58,9 +59,9 @@ class StagePaths:
                                fix="pass the full path, e.g. /models/ltx-2.safetensors")
 
 
-def patches_for_stage(recipe: dict, stage_index: int, *, mode: str, paths: StagePaths, trigger: str | None,
-                      wandb: bool, previous_stage_weights: str | None,
-                      backend_knobs: dict | None = None) -> list[Patch]:
+def patches_for_stage(recipe: dict[str, Any], stage_index: int, *, mode: str, paths: StagePaths,
+                      trigger: str | None, wandb: bool, previous_stage_weights: str | None,
+                      backend_knobs: dict[str, Any] | None = None) -> list[Patch]:
     """The patches that make one stage's config from the mode's template.
 
     Args:
@@ -117,7 +118,7 @@ def patches_for_stage(recipe: dict, stage_index: int, *, mode: str, paths: Stage
     return patches
 
 
-def _knob_patches(recipe: dict) -> list[Patch]:
+def _knob_patches(recipe: dict[str, Any]) -> list[Patch]:
     unknown = sorted(set(recipe["knobs"]) - set(KNOB_PATHS))
     if unknown:
         raise BadInput(f"Recipe knob(s) {', '.join(unknown)} have no place in the trainer config",
@@ -126,7 +127,7 @@ def _knob_patches(recipe: dict) -> list[Patch]:
             for name, value in recipe["knobs"].items()]
 
 
-def _schedule_patches(recipe: dict, stage: dict) -> list[Patch]:
+def _schedule_patches(recipe: dict[str, Any], stage: dict[str, Any]) -> list[Patch]:
     steps, interval, keep = recipe["steps"], recipe["checkpoint_interval"], recipe["keep_last_n"]
     keep_reason = "plan: checkpoints kept"
     if keep == 1 and interval and steps % interval == 0:
@@ -146,7 +147,7 @@ def _schedule_patches(recipe: dict, stage: dict) -> list[Patch]:
     ]
 
 
-def _warm_start_patches(stage: dict, previous: str | None) -> list[Patch]:
+def _warm_start_patches(stage: dict[str, Any], previous: str | None) -> list[Patch]:
     if not stage["warm_start_from_previous"]:
         if previous is not None:
             raise BadInput(f"Stage {stage['index']} does not warm-start, but previous weights were given",

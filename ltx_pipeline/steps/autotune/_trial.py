@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from ltx_pipeline.backends.base import LaunchSpec
-from ltx_pipeline.ltx.autotune_strategy import TrialResult
+from ltx_pipeline.ltx.autotune import TrialResult
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.steps.vram_sampler import ResourceSampler, nvidia_smi_reader, nvml_reader
 from ltx_pipeline.trainer_log import LogFollower, LogParser, TrainingProgress, classify_failure, read_tail

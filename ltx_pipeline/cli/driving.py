@@ -1,0 +1,148 @@
+"""Opening a workspace, creating or updating a run from options, and driving it through the engine.
+
+Shared by ``run``, ``init``, ``resume`` and ``demo``: the commands translate their options and call
+these; outcomes become exit codes here (approval gate, detached, finished) and errors in ``cli.main``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ltx_pipeline.backends import make_backend
+from ltx_pipeline.cli.console import err, out
+from ltx_pipeline.cli.render import print_event
+from ltx_pipeline.cli.training import TrainingProgressBar
+from ltx_pipeline.engine import Outcome, Runner, approve_plan
+from ltx_pipeline.errors import EXIT_APPROVAL_GATE, EXIT_OK, BadRequest
+from ltx_pipeline.request import (
+    RunRequest,
+    build_request,
+    default_run_name,
+    load_request,
+    read_request_file,
+    save_request,
+)
+from ltx_pipeline.store import Run, Store
+from ltx_pipeline.workspace import Workspace
+
+__all__ = ["drive_run", "latest_run_name", "open_workspace", "prepare_run", "request_options", "with_request_file"]
+
+
+def request_options(dataset: Path | None, mode: str | None, training_mode: str | None, strategy: str | None,
+                     buckets: str | None, rank: int | None, steps: int | None, learning_rate: float | None,
+                     effective_batch: int | None, trigger: str | None, trainer_root: Path | None,
+                     model_path: str | None, text_encoder_path: str | None, backend: str | None,
+                     assume_gpu: str | None, nvidia_smi: str | None, accept_risk: bool | None,
+                     surface: Path | None = None, fresh_preprocess: bool | None = None,
+                     headroom: float | None = None, processes: int | None = None,
+                     checkpoint_interval: int | None = None, validation_interval: int | None = None) -> dict[str, Any]:
+    """The request fields the user actually gave (None means "not given")."""
+    given = dict(mode=mode, training_mode=training_mode, strategy=strategy, buckets=buckets, rank=rank,
+                 steps=steps, learning_rate=learning_rate, effective_batch=effective_batch, trigger=trigger,
+                 model_path=model_path, text_encoder_path=text_encoder_path, backend=backend,
+                 assume_gpu=assume_gpu, nvidia_smi=nvidia_smi, accept_risk=accept_risk,
+                 fresh_preprocess=fresh_preprocess, headroom=headroom, processes=processes,
+                 checkpoint_interval=checkpoint_interval, validation_interval=validation_interval)
+    if dataset is not None:
+        given["dataset"] = str(_existing(dataset, "--dataset"))
+    for key in ("model_path", "text_encoder_path", "nvidia_smi"):
+        value = given.get(key)
+        # Local paths are stored absolute so run.yaml means the same from any directory; URLs and
+        # bare command names (nvidia-smi on PATH) are kept as given for the request to judge.
+        if value and "://" not in value and (os.sep in value or key != "nvidia_smi"):
+            given[key] = str(Path(value).expanduser().resolve())
+    if trainer_root is not None:
+        given["trainer_root"] = str(trainer_root.expanduser().resolve())
+    if surface is not None:
+        given["surface"] = str(_existing(surface, "--surface"))
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def with_request_file(request_file: Path | None, options: dict[str, Any]) -> dict[str, Any]:
+    if request_file is None:
+        return options
+    return {**read_request_file(_existing(request_file, "--request")), **options}
+
+
+def _existing(path: Path, option: str) -> Path:
+    resolved = path.expanduser().resolve()
+    if not resolved.exists():
+        raise BadRequest(f"{path} does not exist", where=option, fix="give the path of your dataset "
+                         "(a metadata .csv/.json/.jsonl, a folder of clips, or a .precomputed folder)")
+    return resolved
+
+
+def open_workspace(workspace: Path | None, create: bool = True) -> tuple[Workspace, Store | None]:
+    ws = Workspace.at(workspace)
+    if not create and not ws.db_file.exists():
+        return ws, None
+    ws.create()
+    return ws, Store.open(ws.db_file)
+
+
+def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict[str, Any]) -> tuple[Run, RunRequest]:
+    """Create the run, or update an existing one's run.yaml with the options given."""
+    existing = store.get_run(run_name) if run_name else None
+    if existing is None:
+        if "dataset" not in options:
+            raise BadRequest("A new run needs a dataset", where="--dataset",
+                             fix="pass --dataset PATH (or --run NAME of an existing run)")
+        request = build_request(options)
+        name = run_name or default_run_name(request)
+        paths = ws.run(name)
+        if store.get_run(name) is None:
+            save_request(paths.request_file, request, ws.root)
+            return store.create_run(name, request.model_dump(mode="json")), request
+        existing = store.get_run(name)
+    paths = ws.run(existing.name)
+    request = load_request(paths.request_file)
+    if options:
+        request = build_request({**request.model_dump(exclude_none=True), **options})
+        save_request(paths.request_file, request, ws.root)
+    return existing, request
+
+
+def drive_run(ws: Workspace, store: Store, run: Run, request: RunRequest, approve: bool,
+           options: dict[str, Any] | None = None) -> int:
+    from phases import PHASES  # the registry is handed to the engine here, not imported by it
+
+    def on_event(message: str, level: str, phase: str | None) -> None:
+        print_event(out if level in ("info", "result") else err, message, level, phase)
+
+    store.update_request(run.id, request.model_dump(mode="json"))
+    backend = make_backend(request.backend, trainer_root=request.trainer_root, surface=request.surface,
+                           assume_gpu=request.assume_gpu, memory_scale=request.reference_memory_scale)
+    bar = TrainingProgressBar(out)
+    runner = Runner(store, ws, PHASES, backend=backend, on_event=on_event,
+                    options={**(options or {}), "on_progress": bar})
+    try:
+        report = runner.drive(run, request)
+        if report.outcome is Outcome.AWAITING_APPROVAL and approve:
+            subject, _ = approve_plan(store, run, approved_by="run --approve")
+            out.print(f"Plan {subject[:19]}… approved by --approve.", markup=False)
+            report = runner.drive(run, request)
+    finally:
+        bar.close()
+    target = f"--workspace {ws.root} --run {run.name}"
+    if report.outcome is Outcome.AWAITING_APPROVAL:
+        out.print(f"Stopped at the approval gate. Read {ws.run(run.name).plan_file}, then:", markup=False)
+        if report.approval_blockers:
+            out.print("  (approve will refuse until these are provided: "
+                      + "; ".join(report.approval_blockers) + ")", markup=False)
+        out.print(f"  ltx-pipeline approve {target}\n  ltx-pipeline resume {target}", markup=False)
+        return EXIT_APPROVAL_GATE
+    if report.outcome is Outcome.DETACHED:
+        out.print(f"Run {run.name} goes on without this process. Re-attach: ltx-pipeline resume {target}; "
+                  f"stop it: ltx-pipeline stop {target}; check it: ltx-pipeline status {target}", markup=False)
+        return EXIT_OK
+    out.print(f"Run {run.name} finished: see {ws.run(run.name).outputs / 'run-summary.md'}", markup=False)
+    return EXIT_OK
+
+
+def latest_run_name(store: Store) -> str:
+    runs = store.list_runs()
+    if not runs:
+        raise BadRequest("This workspace has no runs", where="--workspace", fix="start one with `ltx-pipeline run`")
+    return max(runs, key=lambda r: r.updated_at).name

@@ -1,0 +1,135 @@
+"""The workflow commands: ``run``, ``init``, ``resume``, ``approve`` and ``status``.
+
+Each translates its options into a request or a query, calls ``cli.driving`` or the engine, and
+prints what comes back; registered on the app by ``cli.app``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ltx_pipeline.cli.console import out
+from ltx_pipeline.cli.driving import (
+    drive_run,
+    latest_run_name,
+    open_workspace,
+    prepare_run,
+    request_options,
+    with_request_file,
+)
+from ltx_pipeline.cli.options import RequestFileOpt, RunOpt, WorkspaceOpt
+from ltx_pipeline.cli.render import print_json, render_status
+from ltx_pipeline.engine import approve_plan
+from ltx_pipeline.engine.status import status_report
+from ltx_pipeline.errors import EXIT_OK, BadRequest
+
+__all__ = ["approve", "init", "resume", "run", "status"]
+
+
+def run(
+    workspace: WorkspaceOpt = None,
+    run_name: RunOpt = None,
+    request_file: RequestFileOpt = None,
+    dataset: Annotated[Path | None, typer.Option(help="Metadata file, clips folder or .precomputed folder.")] = None,
+    mode: Annotated[str | None, typer.Option(help="t2v, i2v, v2v, a2v, v2a, t2a, a2a, av2av, "
+                                             "video-extend, video-suffix, video-inpaint, video-outpaint, "
+                                             "audio-extend, audio-suffix, audio-inpaint.")] = None,
+    training_mode: Annotated[str | None, typer.Option(help="lora or full.")] = None,
+    strategy: Annotated[str | None, typer.Option(help="single, mixed or chain.")] = None,
+    buckets: Annotated[str | None, typer.Option(help='Resolution buckets "WxHxF;WxHxF".')] = None,
+    rank: Annotated[int | None, typer.Option(help="LoRA rank (alpha = rank).")] = None,
+    steps: Annotated[int | None, typer.Option(help="Optimizer steps per stage.")] = None,
+    learning_rate: Annotated[float | None, typer.Option(help="Learning rate (first stage).")] = None,
+    effective_batch: Annotated[int | None, typer.Option(help="Samples per optimizer step, all GPUs.")] = None,
+    trigger: Annotated[str | None, typer.Option(help="Trigger word.")] = None,
+    trainer_root: Annotated[Path | None, typer.Option(help="LTX-2 checkout (default $LTX2_ROOT).")] = None,
+    model_path: Annotated[str | None, typer.Option(help="Local LTX checkpoint .safetensors.")] = None,
+    text_encoder_path: Annotated[str | None, typer.Option(help="Local Gemma text-encoder folder.")] = None,
+    backend: Annotated[str | None, typer.Option(help="Trainer backend: ltx, reference or simulated.")] = None,
+    surface: Annotated[Path | None, typer.Option(help="Cost surface YAML for --backend simulated.")] = None,
+    assume_gpu: Annotated[str | None, typer.Option(help='Plan for "NAME,MEMORY_MIB[,COUNT]".')] = None,
+    nvidia_smi: Annotated[str | None, typer.Option(help="nvidia-smi executable to use.")] = None,
+    accept_risk: Annotated[bool | None, typer.Option("--accept-risk", help="Continue below 32 GB.")] = None,
+    fresh_preprocess: Annotated[bool | None, typer.Option(
+        "--fresh-preprocess", help="Ignore an existing .precomputed; preprocess into the run's folder.")] = None,
+    headroom: Annotated[float | None, typer.Option(help="Autotune VRAM headroom (default 0.05).")] = None,
+    processes: Annotated[int | None, typer.Option(help="Training processes (default: one per GPU).")] = None,
+    checkpoint_interval: Annotated[int | None, typer.Option(help="Steps between checkpoints (default 250).")] = None,
+    validation_interval: Annotated[int | None, typer.Option(help="Steps between validations (default 100).")] = None,
+    approve: Annotated[bool, typer.Option("--approve", help="Approve the plan as soon as it is written.")] = False,
+    detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
+) -> int:
+    """Create (or update) a run and drive it: probe, plan, then stop for approval."""
+    options = request_options(dataset, mode, training_mode, strategy, buckets, rank, steps, learning_rate,
+                               effective_batch, trigger, trainer_root, model_path, text_encoder_path, backend,
+                               assume_gpu, nvidia_smi, accept_risk, surface, fresh_preprocess, headroom, processes,
+                               checkpoint_interval, validation_interval)
+    ws, store = open_workspace(workspace)
+    run_row, request = prepare_run(ws, store, run_name, with_request_file(request_file, options))
+    return drive_run(ws, store, run_row, request, approve, {"detach": detach})
+
+
+def init(
+    workspace: WorkspaceOpt = None,
+    run_name: RunOpt = None,
+    request_file: RequestFileOpt = None,
+    dataset: Annotated[Path | None, typer.Option(help="Metadata file, clips folder or .precomputed folder.")] = None,
+    mode: Annotated[str | None, typer.Option(help="Training mode (see `run --help`).")] = None,
+    strategy: Annotated[str | None, typer.Option(help="single, mixed or chain.")] = None,
+    buckets: Annotated[str | None, typer.Option(help='Resolution buckets "WxHxF;WxHxF".')] = None,
+) -> int:
+    """Create a run and its run.yaml without running anything; edit run.yaml, then `resume`."""
+    options = request_options(dataset, mode, None, strategy, buckets, None, None, None, None, None, None,
+                               None, None, None, None, None, None)
+    ws, store = open_workspace(workspace)
+    if run_name and store.get_run(run_name):
+        raise BadRequest(f"Run {run_name} already exists", where="--run", fix="choose another name or use `resume`")
+    run_row, _ = prepare_run(ws, store, run_name, with_request_file(request_file, options))
+    out.print(f"Created run {run_row.name}: {ws.run(run_row.name).request_file}", markup=False)
+    return EXIT_OK
+
+
+def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
+           accept_risk: Annotated[bool | None, typer.Option("--accept-risk", help="Continue below 32 GB.")] = None,
+           approve: Annotated[bool, typer.Option("--approve", help="Approve the plan once written.")] = False,
+           detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
+           apply_fix: Annotated[bool, typer.Option("--apply-fix", help="Apply the fix proposed for the last "
+                                                   "failure (shown by status) before retrying.")] = False,
+           ) -> int:
+    """Continue a run where it stopped, re-running only what changed (run.yaml is re-read)."""
+    ws, store = open_workspace(workspace)
+    name = run_name or latest_run_name(store)
+    if store.get_run(name) is None:
+        raise BadRequest(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
+    run_row, request = prepare_run(ws, store, name, {"accept_risk": True} if accept_risk else {})
+    return drive_run(ws, store, run_row, request, approve, {"detach": detach, "apply_fix": apply_fix})
+
+
+def approve(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> int:
+    """Approve the run's current plan.md (by its content hash) so heavy phases may run."""
+    ws, store = open_workspace(workspace)
+    name = run_name or latest_run_name(store)
+    run_row = store.get_run(name)
+    if run_row is None:
+        raise BadRequest(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
+    subject, new = approve_plan(store, run_row, approved_by="approve command")
+    verb = "Approved" if new else "Already approved:"
+    out.print(f"{verb} plan {subject[:19]}… of run {name}. Next: ltx-pipeline resume --workspace {ws.root} "
+              f"--run {name}", markup=False)
+    return EXIT_OK
+
+
+def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
+           as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
+    """Show every run and phase, the approval state and the next command (read-only, no lock)."""
+    from ltx_pipeline.steps.follow import log_summary  # reads trainer logs; no torch or optuna
+
+    ws, store = open_workspace(workspace, create=False)
+    report = status_report(store, ws, run_name, log_summary=log_summary)
+    if run_name and not report["runs"]:
+        raise BadRequest(f"No run named {run_name!r} in {ws.root}", where="--run", fix="omit --run to list all")
+    print_json(out, report) if as_json else render_status(out, report)
+    return EXIT_OK

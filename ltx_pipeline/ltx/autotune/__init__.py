@@ -1,0 +1,29 @@
+"""The autotune sweep's rules, pure Python (no trainer, no Optuna): the room's one door.
+
+``search_space`` builds the knob combinations a run may try; ``SweepPlanner`` orders the trials,
+prunes by the memory order (``needs_no_more_memory``) and says when nothing untried can win;
+``exhaustive_optimum``, ``skill_greedy``, ``simulate_sweep`` and ``trial_cost`` are the baselines the
+benchmark compares against. Inside: ``_space``, ``_strategy`` and ``_baselines``. Nothing outside this
+package imports those modules.
+"""
+
+from ltx_pipeline.ltx.autotune._baselines import exhaustive_optimum, simulate_sweep, skill_greedy, trial_cost
+from ltx_pipeline.ltx.autotune._space import SPACE_KEYS, Knobs, distance, needs_no_more_memory, search_space
+from ltx_pipeline.ltx.autotune._strategy import Pruned, SweepPlanner, TrialResult, deltas, format_knobs
+
+__all__ = [
+    "SPACE_KEYS",
+    "Knobs",
+    "Pruned",
+    "SweepPlanner",
+    "TrialResult",
+    "deltas",
+    "distance",
+    "exhaustive_optimum",
+    "format_knobs",
+    "needs_no_more_memory",
+    "search_space",
+    "simulate_sweep",
+    "skill_greedy",
+    "trial_cost",
+]

@@ -1,0 +1,30 @@
+"""A pydantic v2 mirror of ltx-trainer's config schema: the room's one door.
+
+``validate_trainer_config`` and ``parse_trainer_config`` check a mapping exactly as the trainer's
+``LtxTrainerConfig`` would, ``load_trainer_config_file`` reads a YAML file with one-line errors,
+``format_findings`` prints findings and ``data_sources`` lists where a config reads its data.
+Inside: ``_schema`` (the root model and entry points), ``_sections`` (model, lora, optimization and
+the other flat sections), ``_strategy`` (training strategies and their conditions), ``_validation``
+(validation samples) and ``_paths`` (the path-existence policy). Nothing outside this package
+imports those modules.
+"""
+
+from ltx_pipeline.ltx.trainer_config._schema import (
+    ConfigFinding,
+    LtxTrainerConfig,
+    data_sources,
+    format_findings,
+    load_trainer_config_file,
+    parse_trainer_config,
+    validate_trainer_config,
+)
+
+__all__ = [
+    "ConfigFinding",
+    "LtxTrainerConfig",
+    "data_sources",
+    "format_findings",
+    "load_trainer_config_file",
+    "parse_trainer_config",
+    "validate_trainer_config",
+]

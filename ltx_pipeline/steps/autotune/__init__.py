@@ -1,0 +1,13 @@
+"""The autotune phase's heavy parts: the room's one door.
+
+``study`` keeps the sweep in an Optuna study (open, ask, tell, orphans); ``run_trial`` launches and
+measures one short trial (``trial_settings``, ``write_trial_config``); ``write_reports`` writes
+autotune.log/.md/.png and ``trial_line`` formats one trial. Inside: ``_trial`` and ``_report``;
+nothing outside this package imports them.
+"""
+
+from ltx_pipeline.steps.autotune import study
+from ltx_pipeline.steps.autotune._report import trial_line, write_reports
+from ltx_pipeline.steps.autotune._trial import run_trial, trial_settings, write_trial_config
+
+__all__ = ["run_trial", "study", "trial_line", "trial_settings", "write_reports", "write_trial_config"]

@@ -1,0 +1,193 @@
+"""Message vocabulary of the LTX trainer's log: one complete logical message in, typed events out.
+
+This module owns the exact message formats of ``ltx-trainer`` (``trainer.py``,
+``validation_runner.py``, ``scripts/train.py``), the end-of-run statistics block, W&B run URLs and
+the error signatures that matter for classification, as regexes and the pure functions that apply
+them. Invariant: its input is a whole message, already re-joined from its Rich-wrapped lines and
+stripped of ANSI codes, level, location and rank prefix (that is ``_grammar``'s job); nothing here
+holds state or knows the physical line layout, so the same message always gives the same events.
+It imports only ``_events``. Pure standard library.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ltx_pipeline.trainer_log._events import (
+    CheckpointLoaded,
+    CheckpointLoading,
+    CheckpointRemoved,
+    CheckpointSaved,
+    DatasetLoaded,
+    ErrorSignal,
+    Event,
+    GpuMemory,
+    OptimizerOffloaded,
+    ResumeFallback,
+    ResumingFrom,
+    SamplesSkipped,
+    StepEvent,
+    TrainableParams,
+    TrainingStarted,
+    TrainingStateLoaded,
+    TrainingStateSaved,
+    TrainingStats,
+    ValidationSaved,
+    WandbRun,
+)
+
+__all__ = ["STATS_ITEM_LINE_RE", "STEP_RE", "message_events", "stats_event", "step_event"]
+
+# Case-insensitive and whitespace-tolerant: the skill greps lower-case, wrapped lines are re-joined.
+STEP_RE = re.compile(
+    r"Step\s+(\d+)/(\d+)\s+-\s+Loss:\s*([^,\s]+),\s*LR:\s*([^,\s]+),\s*Time/Step:\s*([\d.]+)s,"
+    r"\s*Total Time:\s*(?:(\d+)h\s+(\d+)m|calculating\.\.\.)",
+    re.IGNORECASE,
+)
+_CKPT_RE = re.compile(r"(Lora|LoRA|Model) weights for step (\d+) saved in (\S.*?)\s*$")
+_STATE_SAVED_RE = re.compile(r"Training state saved to (\S.*?)\s*$")
+_REMOVED_RE = re.compile(r"Removed old checkpoint: (\S.*?)\s*$")
+_VALIDATION_RE = re.compile(r"Validation samples for step (\d+) saved in (\S.*?)\s*$")
+_OFFLOAD_RE = re.compile(r"Offloading optimizer state to CPU \(([\d.]+) GB\)")
+_RESUME_TRAINING_RE = re.compile(r"Resuming training from step (\d+)\s*(?:→|->)\s*(\d+)")
+_RESUMING_FROM_RE = re.compile(r"Resuming from step (\d+)")
+_LOADING_CKPT_RE = re.compile(r"Loading checkpoint from (\S.*?)\s*$")
+_LOADED_CKPT_RE = re.compile(r"(LoRA|Full model) checkpoint loaded successfully")
+_LOADED_STATE_RE = re.compile(r"Loaded training state from (\S.*?)\s*$")
+_MISMATCH_RE = re.compile(r"Training state config mismatch \((.*?)\)\.?\s*Starting from step 0")
+_STATE_LOAD_FAILED_RE = re.compile(r"Failed to load training state from (.*?)\. Starting from step 0")
+_STATE_RESTORE_FAILED_RE = re.compile(r"Failed to restore training state: (.*?)\. Starting from step 0")
+_INVALID_STEP_RE = re.compile(r"Training state has invalid global_step=(\S+?)\.? Starting from step 0")
+_NOT_FOUND_RE = re.compile(r"Could not find checkpoint at (\S.*?)\s*$")
+_GPU_MEM_RE = re.compile(r"GPU memory usage after models preparation: ([\d.]+) GB")
+_PARAMS_RE = re.compile(r"Trainable params count: ([\d,]+)")
+_DATASET_RE = re.compile(r"Loaded dataset with ([\d,]+) samples")
+_SKIPPED_RE = re.compile(r"Skipped ([\d,]+) invalid samples from ([\d,]+) total")
+_WANDB_RE = re.compile(r"https://wandb\.ai/\S+?/runs/[^\s'\"<>)\]]+")
+_STATS_ITEMS = {
+    "total_time_minutes": (re.compile(r"Total time: ([\d.]+) minutes"), float),
+    "steps_per_second": (re.compile(r"Training speed: ([\d.]+) steps/second"), float),
+    "samples_per_second": (re.compile(r"Samples/second: ([\d.]+)"), float),
+    "peak_gpu_memory_gb": (re.compile(r"Peak GPU memory: ([\d.]+) GB"), float),
+    "num_processes": (re.compile(r"Number of processes: (\d+)"), int),
+    "global_batch_size": (re.compile(r"Global batch size: (\d+)"), int),
+}
+STATS_ITEM_LINE_RE = re.compile(
+    r"^\s*- (Total time|Training speed|Samples/second|Peak GPU memory|Number of processes|Global batch size):"
+)
+_STATS_REQUIRED = ("total_time_minutes", "steps_per_second", "samples_per_second", "peak_gpu_memory_gb")
+
+# Order matters: the first matching kind wins for a line.
+_ERROR_PATTERNS = (
+    ("config_error", re.compile(r"Error: Invalid configuration data:")),
+    ("shm_bus_error", re.compile(r"Bus error|out of shared memory|shared memory \(shm\)", re.IGNORECASE)),
+    ("worker_killed", re.compile(r"DataLoader worker \(pid[^)]*\) is killed by signal")),
+    ("oom", re.compile(
+        r"OutOfMemoryError|out of memory|Tried to allocate|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED",
+        re.IGNORECASE)),
+    ("host_memory", re.compile(r"(?<![A-Za-z])MemoryError\b")),
+    ("missing_files", re.compile(
+        r"FileNotFoundError|Configuration file .* does not exist|directory does not exist|"
+        r"Dataset path does not exist|No data files found|No valid samples found|Invalid checkpoint path")),
+    ("traceback", re.compile(r"^Traceback \(most recent call last\):")),
+    ("killed", re.compile(r"^(?:.*: )?Killed\s*$")),
+)
+# Cheap pre-filter so ordinary lines skip the error regexes entirely.
+_ERROR_HINT_RE = re.compile(
+    r"rror|emory|llocate|ALLOC|shm|killed|Killed|Traceback|exist|No data files|No valid samples|"
+    r"Invalid checkpoint"
+)
+
+
+def _error_signals(text: str) -> list[ErrorSignal]:
+    if not _ERROR_HINT_RE.search(text):
+        return []
+    for kind, pattern in _ERROR_PATTERNS:
+        if pattern.search(text):
+            return [ErrorSignal(kind, text.strip())]
+    return []
+
+
+def step_event(match: re.Match[str]) -> StepEvent:
+    """The ``StepEvent`` of a ``STEP_RE`` match."""
+    step, total, loss, lr, step_time, hours, minutes = match.groups()
+    total_time = int(hours) * 3600 + int(minutes) * 60 if hours is not None else None
+    return StepEvent(int(step), int(total), float(loss), float(lr), float(step_time), total_time)
+
+
+def stats_event(text: str) -> TrainingStats | None:
+    """The statistics block in ``text``, or None while a required item is missing."""
+    values: dict[str, float | int] = {}
+    for name, (pattern, kind) in _STATS_ITEMS.items():
+        match = pattern.search(text)
+        if match:
+            values[name] = kind(match.group(1))
+    if not all(name in values for name in _STATS_REQUIRED):
+        return None
+    return TrainingStats(**values)  # type: ignore[arg-type]
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def message_events(msg: str) -> list[Event]:
+    """Events for one complete logical message (a joined Rich record or a plain line)."""
+    match = STEP_RE.search(msg)
+    if match:
+        return [step_event(match)]
+    events: list[Event] = []
+    if "weights for step" in msg and (match := _CKPT_RE.search(msg)):
+        kind = "model" if match.group(1) == "Model" else "lora"
+        events.append(CheckpointSaved(int(match.group(2)), match.group(3), kind))
+    elif "Training state saved to" in msg and (match := _STATE_SAVED_RE.search(msg)):
+        step = re.search(r"step_(\d+)", match.group(1))
+        events.append(TrainingStateSaved(match.group(1), int(step.group(1)) if step else None))
+    elif "Removed old checkpoint" in msg and (match := _REMOVED_RE.search(msg)):
+        events.append(CheckpointRemoved(match.group(1)))
+    elif "Validation samples for step" in msg and (match := _VALIDATION_RE.search(msg)):
+        events.append(ValidationSaved(int(match.group(1)), match.group(2)))
+    elif "Offloading optimizer state" in msg and (match := _OFFLOAD_RE.search(msg)):
+        events.append(OptimizerOffloaded(float(match.group(1))))
+    elif "Starting training..." in msg:
+        events.append(TrainingStarted(0, None, False))
+    elif "Resuming training from step" in msg and (match := _RESUME_TRAINING_RE.search(msg)):
+        events.append(TrainingStarted(int(match.group(1)), int(match.group(2)), True))
+    elif "Resuming from step" in msg and (match := _RESUMING_FROM_RE.search(msg)):
+        events.append(ResumingFrom(int(match.group(1))))
+    elif "Loading checkpoint from" in msg and (match := _LOADING_CKPT_RE.search(msg)):
+        events.append(CheckpointLoading(match.group(1)))
+    elif "checkpoint loaded successfully" in msg and (match := _LOADED_CKPT_RE.search(msg)):
+        events.append(CheckpointLoaded("lora" if match.group(1) == "LoRA" else "full"))
+    elif "Loaded training state from" in msg and (match := _LOADED_STATE_RE.search(msg)):
+        events.append(TrainingStateLoaded(match.group(1)))
+    elif "Starting from step 0" in msg or "Could not find checkpoint" in msg:
+        events.extend(_fallback_events(msg))
+    elif "GPU memory usage after models preparation" in msg and (match := _GPU_MEM_RE.search(msg)):
+        events.append(GpuMemory(float(match.group(1))))
+    elif "Trainable params count" in msg and (match := _PARAMS_RE.search(msg)):
+        events.append(TrainableParams(_int(match.group(1))))
+    elif "Loaded dataset with" in msg and (match := _DATASET_RE.search(msg)):
+        events.append(DatasetLoaded(_int(match.group(1))))
+    elif "invalid samples from" in msg and (match := _SKIPPED_RE.search(msg)):
+        events.append(SamplesSkipped(_int(match.group(1)), _int(match.group(2))))
+    elif "Training Statistics:" in msg and (stats := stats_event(msg)):
+        events.append(stats)
+    if "wandb.ai/" in msg:
+        events.extend(WandbRun(url.rstrip(".,;:")) for url in _WANDB_RE.findall(msg))
+    events.extend(_error_signals(msg))
+    return events
+
+
+def _fallback_events(msg: str) -> list[Event]:
+    for kind, pattern in (
+        ("config_mismatch", _MISMATCH_RE),
+        ("state_load_failed", _STATE_LOAD_FAILED_RE),
+        ("state_restore_failed", _STATE_RESTORE_FAILED_RE),
+        ("invalid_step", _INVALID_STEP_RE),
+        ("checkpoint_not_found", _NOT_FOUND_RE),
+    ):
+        match = pattern.search(msg)
+        if match:
+            return [ResumeFallback(kind, match.group(1))]
+    return []
