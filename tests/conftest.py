@@ -155,3 +155,17 @@ def until_validate(monkeypatch: pytest.MonkeyPatch) -> None:
 
     names = [p.name for p in phases.PHASES]
     monkeypatch.setattr(phases, "PHASES", phases.PHASES[: names.index("validate") + 1])
+
+
+# Longest first: with `-n auto --dist worksteal` each worker starts on the heavy end-to-end tests and the
+# many short unit tests fill the gaps at the end, so the suite ends when the last long test does.
+_FOLDER_ORDER = ("system", "phases", "reference_trainer", "engine", "cli", "unit")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def weight(item: pytest.Item) -> tuple[int, int]:
+        folder = Path(str(item.fspath)).relative_to(Path(__file__).parent).parts[0]
+        rank = _FOLDER_ORDER.index(folder) if folder in _FOLDER_ORDER else len(_FOLDER_ORDER)
+        return (0 if item.get_closest_marker("slow") else 1, rank)
+
+    items.sort(key=weight)  # stable: collection order within a weight

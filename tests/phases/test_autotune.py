@@ -219,6 +219,7 @@ ENGINE = ("import sys, phases; from tests.phases.test_autotune import with_autot
           "from ltx_pipeline.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
+@pytest.mark.slow
 def test_an_interrupted_sweep_resumes_without_rerunning_or_duplicating_trials(tmp_path, workspace, clips_dataset,
                                                                              capsys, monkeypatch):
     surface = write_surface(tmp_path, GPU_32, [point(LOW, 2.0, 26.0, 27.0),

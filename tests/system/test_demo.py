@@ -13,6 +13,7 @@ ENGINE = [sys.executable, "-c", "from ltx_pipeline.cli import main; main()"]
 PHASES = ["probe", "plan", "data_check", "config_patch", "validate", "autotune", "train", "monitor"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_demo_runs_every_phase_with_an_oom_trial_a_winner_checkpoints_and_a_summary(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"

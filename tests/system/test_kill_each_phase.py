@@ -74,6 +74,7 @@ def uninterrupted(tmp_path_factory) -> dict:
     return final_state(root / "ws")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("phase", PHASES)
 def test_sigkill_inside_a_phase_then_resume_ends_as_an_uninterrupted_run(tmp_path, uninterrupted, phase) -> None:

@@ -46,6 +46,7 @@ def reference_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LTX_REFERENCE_DEVICE", "cpu")
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("reference_env", "training_registered")
 def test_killed_trainer_resumes_from_its_last_checkpoint_at_its_step(workspace, tmp_path, fake_smi,
                                                                       monkeypatch) -> None:
@@ -76,6 +77,7 @@ def test_killed_trainer_resumes_from_its_last_checkpoint_at_its_step(workspace, 
     assert (workspace / "r1" / "outputs" / "run-summary.md").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("training_registered")
 def test_killed_engine_is_reattached_without_a_second_launch(workspace, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("LTX_SIMULATED_TIME_SCALE", "0.01")
@@ -97,6 +99,7 @@ def test_killed_engine_is_reattached_without_a_second_launch(workspace, tmp_path
     assert steps == list(range(20, 301, 20))  # every step once, none parsed twice
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("reference_env", "training_registered")
 def test_chained_stages_warm_start_from_the_previous_final_weights_at_step_zero(workspace, tmp_path,
                                                                                 fake_smi) -> None:

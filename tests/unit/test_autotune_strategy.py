@@ -10,9 +10,18 @@ from pathlib import Path
 import pytest
 
 from ltx_pipeline.backends.surface import CostSurface, load_surface
-from ltx_pipeline.ltx.autotune_baselines import exhaustive_optimum, simulate_sweep, skill_greedy, trial_cost
-from ltx_pipeline.ltx.autotune_space import distance, needs_no_more_memory, search_space
-from ltx_pipeline.ltx.autotune_strategy import SweepPlanner, TrialResult, deltas
+from ltx_pipeline.ltx.autotune import (
+    SweepPlanner,
+    TrialResult,
+    deltas,
+    distance,
+    exhaustive_optimum,
+    needs_no_more_memory,
+    search_space,
+    simulate_sweep,
+    skill_greedy,
+    trial_cost,
+)
 from ltx_pipeline.ltx.tiers import classify_tier
 
 SURFACES = Path(__file__).resolve().parents[2] / "benchmarks" / "surfaces"

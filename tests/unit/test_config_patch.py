@@ -19,6 +19,7 @@ from ruamel.yaml import YAML
 from ltx_pipeline.errors import BadConfig, BadInput
 from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, parse_buckets
 from ltx_pipeline.ltx.config_patch import (
+    AUDIO_SENTENCE,
     MISSING,
     Patch,
     PatchRecord,
@@ -30,7 +31,6 @@ from ltx_pipeline.ltx.config_patch import (
     patches_for_stage,
     render_diff,
 )
-from ltx_pipeline.ltx.config_patch_types import AUDIO_SENTENCE
 from ltx_pipeline.ltx.modes import LOW_VRAM_T2V_CONFIG, MODES, get_mode
 from ltx_pipeline.ltx.recipe import build_recipe
 from ltx_pipeline.ltx.tiers import TIER_32, TIER_40_60, TIER_80, Tier

@@ -94,9 +94,9 @@ def _log(tmp_path: Path, *names: str) -> Path:
 
 
 @pytest.mark.parametrize(("files", "code", "kind", "diff"), [
-    (("oom_training.log", "oom_training.stderr"), 1, "oom_training",
+    (("oom/training.log", "oom/training.stderr"), 1, "oom_training",
      [("optimization.batch_size", 2, 1), ("optimization.gradient_accumulation_steps", 1, 2)]),
-    (("oom_validation_step0.log", "oom_validation_step0.stderr"), 1, "oom_validation", None),
+    (("oom/validation_step0.log", "oom/validation_step0.stderr"), 1, "oom_validation", None),
     (("shm_bus_error.stderr",), 1, "shm_bus_error", [("data.num_dataloader_workers", 4, 0)]),
     (("nan_loss.log",), 1, "nan_loss", [("acceleration.mixed_precision_mode", "fp16", "bf16")]),
     (("config_error.log",), 1, "config_error", []),

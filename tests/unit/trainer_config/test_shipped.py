@@ -19,7 +19,7 @@ from ltx_pipeline.ltx.trainer_config import (
     validate_trainer_config,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SHIPPED = REPO / ".." / "shared" / "ltx2-configs" / "packages" / "ltx-trainer" / "configs"
 
 pytestmark = pytest.mark.skipif(not SHIPPED.is_dir(), reason="shared ltx2-configs are not present")

@@ -12,7 +12,7 @@ import pytest
 from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.probing.dataset import classify_dataset, clip_frame_counts, media_files
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "datasets"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "datasets"
 PREPARED = FIXTURES / "prepared"
 
 

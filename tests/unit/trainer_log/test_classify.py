@@ -8,7 +8,7 @@ import pytest
 
 from ltx_pipeline.trainer_log import FAILURE_KINDS, FixStep, classify_failure
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trainer_logs"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "trainer_logs"
 
 
 def _read(name: str) -> list[str]:
@@ -21,10 +21,10 @@ def _rich(msg: str, level: str = "INFO") -> str:
 
 
 @pytest.mark.parametrize(("fixture", "exit_code", "signal", "kind", "evidence"), [
-    ("oom_training", 1, None, "oom_training", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.38"),
-    ("oom_validation_step0", 1, None, "oom_validation", "Tried to allocate 12.66 GiB"),
-    ("oom_validation_periodic", 1, None, "oom_validation", "Tried to allocate 6.33 GiB"),
-    ("oom_reference", 1, None, "oom_training", "torch.OutOfMemoryError: reference trainer: simulated out of memory"),
+    ("oom/training", 1, None, "oom_training", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.38"),
+    ("oom/validation_step0", 1, None, "oom_validation", "Tried to allocate 12.66 GiB"),
+    ("oom/validation_periodic", 1, None, "oom_validation", "Tried to allocate 6.33 GiB"),
+    ("oom/reference", 1, None, "oom_training", "torch.OutOfMemoryError: reference trainer: simulated out of memory"),
     ("config_error", 1, None, "config_error", "Error: Invalid configuration data: 3 validation errors"),
     ("shm_bus_error", 1, None, "shm_bus_error", "RuntimeError: DataLoader worker (pid 48213) is killed by signal: Bus"),
     ("nan_loss", -15, 15, "nan_loss", "Step 60/2000 - Loss: nan"),
@@ -46,7 +46,7 @@ def test_nan_evidence_has_no_rich_columns() -> None:
 
 
 def test_training_oom_fix_order_without_config() -> None:
-    failure = classify_failure(1, None, _read("oom_training.log"), _read("oom_training.stderr"))
+    failure = classify_failure(1, None, _read("oom/training.log"), _read("oom/training.stderr"))
     assert [step.path for step in failure.fix] == [
         "optimization.batch_size",
         "optimization.enable_gradient_checkpointing",
@@ -68,7 +68,7 @@ def test_training_oom_fix_keeps_the_effective_batch_and_drops_satisfied_changes(
                          "optimizer_type": "adamw"},
         "validation": {"video_dims": [768, 512, 97]},
     }
-    failure = classify_failure(1, None, _read("oom_training.log"), _read("oom_training.stderr"), config=config)
+    failure = classify_failure(1, None, _read("oom/training.log"), _read("oom/training.stderr"), config=config)
     changes = {step.path: step.value for step in failure.config_changes}
     assert changes["optimization.batch_size"] == 1
     assert changes["optimization.gradient_accumulation_steps"] == 8
@@ -79,7 +79,7 @@ def test_training_oom_fix_keeps_the_effective_batch_and_drops_satisfied_changes(
 
 
 def test_validation_oom_fix_order() -> None:
-    failure = classify_failure(1, None, _read("oom_validation_step0.log"), _read("oom_validation_step0.stderr"),
+    failure = classify_failure(1, None, _read("oom/validation_step0.log"), _read("oom/validation_step0.stderr"),
                                config={"validation": {"inference_steps": 40, "interval": 250}})
     assert [(s.path, s.value) for s in failure.config_changes] == [
         ("acceleration.offload_optimizer_during_validation", True),

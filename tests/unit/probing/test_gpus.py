@@ -20,7 +20,7 @@ from ltx_pipeline.probing.gpus import (
     query_gpus,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia_smi"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvidia_smi"
 
 
 def make_smi(tmp_path: Path, *, stdout: str = "", stderr: str = "", code: int = 0, sleep: float = 0,

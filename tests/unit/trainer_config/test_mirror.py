@@ -27,7 +27,7 @@ from ltx_pipeline.ltx.trainer_config import (
     validate_trainer_config,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trainer_configs"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "trainer_configs"
 FIXTURE_NAMES = sorted(path.name for path in FIXTURES.glob("*.yaml"))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ltx_pipeline.trainer_log import LogFollower, LogParser, parse_lines, read_tail
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trainer_logs"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "trainer_logs"
 
 
 def _append(path: Path, data: bytes) -> None:

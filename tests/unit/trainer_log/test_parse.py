@@ -29,7 +29,7 @@ from ltx_pipeline.trainer_log import (
     parse_lines,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trainer_logs"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "trainer_logs"
 LOC = "trainer.py:311"
 
 
