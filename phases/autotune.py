@@ -16,16 +16,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
+from ltx_pipeline.engine.journal import ValidatedConfig
 from ltx_pipeline.errors import RunFailed
 from ltx_pipeline.ltx.autotune import SweepPlanner, deltas, format_knobs, search_space
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
+from ltx_pipeline.ltx.launch_checks import launch_checks
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.steps.autotune import run_trial, trial_line, trial_settings, write_reports, write_trial_config
 from ltx_pipeline.steps.autotune import study as studies
 from ltx_pipeline.steps.preprocess import preprocess, write_subset_metadata
+from ltx_pipeline.steps.validation import LaunchTarget, validate_stage
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE"]
@@ -97,10 +102,14 @@ class _Sweep:
         knobs = recipe["knobs"]
         self.effective = int(knobs["batch_size"]) * int(knobs.get("gradient_accumulation_steps") or 1)
         multi = any(len(s["buckets"]) > 1 for s in recipe["stages"])
-        space = search_space(probe["tier"]["base"], self.effective, multi, knobs)
+        self.processes = int(ctx.output("validate")["num_processes"])
+        samples = ctx.output("data_check")["samples"]
+        # The largest batch the dataset can feed every training process (drop_last: no zero-batch epochs).
+        max_batch = max(1, samples // self.processes) if samples else None
+        space = search_space(probe["tier"]["base"], self.effective, multi, knobs, max_batch=max_batch)
         if recipe["training_mode"] == "full":  # the trainer refuses quantization in full mode
             space = [space[0], *(k for k in space[1:] if k["quantization"] is None)]
-        self.space = space
+        self.space = _launchable(ctx, space, self.processes)
         self.baseline = space[0]
         self.max_batch = max(int(k["batch_size"]) for k in space)
         gpus = probe["gpus"]["gpus"]
@@ -127,9 +136,10 @@ class _Sweep:
             config = folder / "config.yaml"
             write_trial_config(ctx, stage_config, config, knobs=knobs, sanity_root=sanity_root,
                                output_dir=folder / "outputs", settings=self.settings, number=number)
+            validated = self._validate_trial(config, knobs)
             ctx.narrate(f"Trial {number}: {format_knobs(knobs)} ...")
             done = run_trial(ctx, number, config, knobs, self.settings, gpu_indices=self.gpu_indices,
-                             nvidia_smi=ctx.request.nvidia_smi)
+                             nvidia_smi=ctx.request.nvidia_smi, validated=validated)
             result = done.result
             self.planner.record(result)
             fits = self.planner.fits(result)
@@ -143,16 +153,36 @@ class _Sweep:
         studies.record_pruned(study, self.planner.pruned, dists)
         return self._finish(name, storage)
 
+    def _validate_trial(self, config: Path, knobs: dict[str, Any]) -> ValidatedConfig:
+        """A trial runs one process on the sanity set; its config is validated like any launch."""
+        ctx = self.ctx
+        data = ctx.output("data_check")
+        sanity = data["sanity"]
+        rows = max(1, min(self.max_batch, data["samples"] or self.max_batch))
+        target = LaunchTarget(stage=0, buckets=sanity["bucket"], processes=1, dataset_samples=rows,
+                              shm_bytes=ctx.output("probe")["host"].get("shm_total_bytes"))
+        result = validate_stage(ctx.backend, config, target, strict=ctx.request.backend != "simulated")
+        return result.raise_if_failed(f"The trial config for {format_knobs(knobs)}")
+
     def _resume(self, study: Any) -> None:
         """Stop orphaned trial processes, fail their Optuna trials, replay what finished before."""
         ctx = self.ctx
         for handle in ctx.journal.processes("trial"):
-            if handle.status == "running" and handle.alive():
-                ctx.warn(f"Trial {handle.stage} was left running by an engine that stopped; stopping it "
-                         f"(pid {handle.pid}) and running that config again.")
-                ctx.journal.stop(handle)
+            if handle.status != "running":
+                continue
+            if handle.alive():
+                # A trial is measured from its first step: one whose follower died cannot be trusted
+                # to have a clean step time, so it is stopped (its whole process group) and run again.
+                how = ctx.journal.stop(handle, interrupt_timeout=10, terminate_timeout=5)
+                ctx.warn(f"Trial {handle.stage} was left running by an engine that stopped; its process group "
+                         f"(pid {handle.pid}) was stopped ({how}) and recorded as interrupted.")
+            else:
+                settled = ctx.journal.settle(handle)
+                ctx.warn(f"Trial {handle.stage} ended while no engine followed it (recorded {settled.status}).")
         for frozen in studies.orphans(study):
             studies.fail_orphan(study, frozen)
+            ctx.warn(f"Optuna trial {frozen.number} ({_trial_words(frozen)}) was left running: "
+                     "marked failed (interrupted) in the study; its config runs again as a new trial.")
         for frozen, result in studies.finished_results(study):
             if result.knobs not in self.planner.remaining():
                 continue  # already recorded (or no longer in this space)
@@ -170,7 +200,8 @@ class _Sweep:
                   "fits": fits, "step_time_s": result.step_time_s, "peak_vram_gb": result.peak_vram_gb,
                   "validation_peak_vram_gb": result.validation_peak_vram_gb, "seconds": result.seconds,
                   "reason": result.reason, "host_ram_gb": extra.get("host_ram_gb"), "log": extra.get("log"),
-                  "objective": self.planner.objective(result) if fits else None}
+                  "objective": self.planner.objective(result) if fits else None,
+                  **{k: getattr(result, k, None) for k in ("peak_source", "validation_peak_source", "assumed_fit")}}
         self.trials.append(record)
         if number is not None and result.knobs == self.baseline and not fits:
             self.failure = {**record, "failure_kind": extra.get("failure_kind"), "fixes": extra.get("fixes") or []}
@@ -199,6 +230,43 @@ class _Sweep:
         ctx.narrate(f"Winner: {format_knobs(winner)}; "
                     + (f"patched {change} into every stage config." if change else "the baseline is fastest."))
         return outputs
+
+
+def _trial_words(frozen: Any) -> str:
+    """An Optuna trial's knobs as the reports spell them (its params are the knobs)."""
+    params = dict(frozen.params)
+    try:
+        return format_knobs(params)
+    except KeyError:
+        return str(params)
+
+
+def _launchable(ctx: RunContext, space: list[dict[str, Any]], processes: int) -> list[dict[str, Any]]:
+    """The configs whose training launch validation would accept; the rest are never trials.
+
+    Each candidate's knobs are patched (in memory) into every stage config and judged by the same
+    runtime rules the train phase applies to its launch (processes, dataset size, buckets).
+    """
+    probe, data = ctx.output("probe"), ctx.output("data_check")
+    stages = [(Path(c["config"]), s) for c, s in zip(ctx.output("config_patch")["configs"], data["stages"],
+                                                     strict=True)]
+    kept = [space[0]]  # the baseline passed validate already
+    for knobs in space[1:]:
+        problems = []
+        for config, stage in stages:
+            text, _ = apply_patches(config.read_text(encoding="utf-8"),
+                                    [Patch(KNOB_PATHS[k], knobs[k], "autotune candidate") for k in KNOB_PATHS
+                                     if k in knobs])
+            checks = launch_checks(yaml.safe_load(text) or {}, num_processes=processes,
+                                   dataset_samples=data["samples"] or None,
+                                   buckets=list(parse_buckets(stage["buckets"])),
+                                   shm_bytes=probe["host"].get("shm_total_bytes"), cwd=config.parent)
+            problems += [c.line() for c in checks if c.severity == "error" and c.path != "model.load_checkpoint"]
+        if problems:
+            ctx.narrate(f"Not a trial: {format_knobs(knobs)}, its launch would not validate ({problems[0]}).")
+        else:
+            kept.append(knobs)
+    return kept
 
 
 def _largest_stage_config(ctx: RunContext) -> Path:

@@ -15,6 +15,7 @@ from typing import Any
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import BadInput
+from ltx_pipeline.ltx.launch_plan import launch_shape
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.recipe import Recipe, build_recipe
 from ltx_pipeline.ltx.tiers import Tier
@@ -37,7 +38,10 @@ class PlanPhase:
         request = ctx.request
         mode = get_mode(request.mode)
         tier = Tier(probe["tier"]["key"], probe["tier"]["name"], probe["tier"]["base"])
-        recipe = build_recipe(mode=mode, tier=tier, gpu_count=request.processes or probe["gpu_count"],
+        launch = launch_shape(backend=request.backend, gpu_count=probe["gpu_count"], requested=request.processes,
+                              training_mode=request.training_mode)
+        gpu_names = tuple(g["name"] for g in (probe.get("gpus") or {}).get("gpus") or [])
+        recipe = build_recipe(mode=mode, tier=tier, gpu_count=probe["gpu_count"], launch=launch, gpu_names=gpu_names,
                               training_mode=request.training_mode, strategy=request.strategy,
                               stages=request.stages(), buckets_given=request.buckets is not None,
                               rank=request.rank, steps=request.steps, learning_rate=request.learning_rate,
@@ -48,7 +52,7 @@ class PlanPhase:
         for warning in warnings:
             ctx.warn(warning)
         _check_template(ctx.backend, recipe.template, blockers := [])
-        missing = [f for f in probe["findings"] if f["status"] != "ok"]
+        missing = [f for f in probe["findings"] if f["status"] != "ok" and _applies(f["item"], ctx.backend)]
         blockers += [f"{f['item']}: {f['detail']}" for f in missing
                      if f["status"] == "missing" and f["item"] in ctx.backend.heavy_prerequisites]
         text = render_plan(ctx, recipe, probe, missing, warnings)
@@ -64,6 +68,15 @@ class PlanPhase:
         blocked = f", {len(outputs['blockers'])} prerequisite(s) missing" if outputs["blockers"] else ""
         return (f"plan.md written: {recipe['mode']} {recipe['training_mode']} on {recipe['tier_name']}, "
                 f"{stages}{blocked}")
+
+
+# Prerequisites only the official trainer needs; the toy and simulated backends run without them.
+_LTX_ONLY = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout")
+
+
+def _applies(item: str, backend: Any) -> bool:
+    """Whether a probe finding concerns this backend (``uv`` is nothing to a reference run)."""
+    return backend.name == "ltx" or item not in _LTX_ONLY
 
 
 def _check_template(backend: Any, template: str, blockers: list[str]) -> None:
@@ -106,7 +119,7 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
     lines += ["## Mode", "", f"- Mode: **{mode.name}** ({mode.title})",
               f"- Config base: `{recipe.template}` (copied into the run, never edited in place)",
               f"- Generates: {_generates(mode)}", f"- Training mode: {recipe.training_mode}",
-              f"- Trainer backend: {_backend_words(ctx.backend)}", ""]
+              f"- Trainer backend: {_backend_words(ctx.backend)}", *_model_lines(probe), ""]
     lines += ["## Dataset", "", f"- Path: `{request.dataset}` ({dataset['kind']})"]
     lines += [f"- {k}: {v}" for k, v in _dataset_facts(dataset).items()]
     lines += [f"- Required metadata columns for {mode.name}: {', '.join(mode.columns)}",
@@ -121,7 +134,9 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
     lines += _config_table(recipe, request)
     lines += ["## Hardware", "", f"- GPUs: {probe['gpu_summary']}",
               f"- VRAM tier: **{recipe.tier_name}** (base: {'low-VRAM' if recipe.base == 'low_vram' else 'standard'}"
-              " config)", f"- Launch: {recipe.launch}", f"- Effective batch: {recipe.effective_batch}", ""]
+              " config)", f"- Launch: {recipe.launch}",
+              f"- Effective batch: {recipe.effective_batch} = batch {recipe.knobs['batch_size']} x accumulation "
+              f"{recipe.knobs['gradient_accumulation_steps']} x {recipe.num_processes} process(es)", ""]
     lines += ["## Sanity Check + Autotune", "",
               "Before the full preprocess, a short trial at the full target resolution (the largest bucket) checks "
               "that training and a validation pass fit in memory, then a few variants of the memory/speed knobs "
@@ -161,14 +176,27 @@ def _config_table(recipe: Recipe, request: Any) -> list[str]:
             ("batch_size", knobs["batch_size"]), ("gradient_accumulation_steps", knobs["gradient_accumulation_steps"]),
             ("effective batch (all GPUs)", recipe.effective_batch), ("steps", recipe.steps),
             ("learning_rate", ", ".join(f"{s.learning_rate:g}" for s in recipe.stages)),
-            ("lora rank / alpha", f"{recipe.rank} / {recipe.alpha}" if recipe.training_mode == "lora" else "n/a"),
+            *([("lora rank / alpha", f"{recipe.rank} / {recipe.alpha}")] if recipe.training_mode == "lora" else []),
             ("trigger word", request.trigger or "none"), ("validation interval", recipe.validation_interval),
             ("validation video_dims", recipe.validation_dims), ("checkpoint interval", recipe.checkpoint_interval),
             ("checkpoints keep_last_n", recipe.keep_last_n)]
-    return (["## Training Config", "", "| setting | value |", "|---|---|"]
-            + [f"| {k} | {v} |" for k, v in rows]
-            + ["", "Rank guidance (seed 002): motion or camera 8-16; a character or style 32-64; a dense "
-               "multi-character world 96-128. Alpha is kept equal to rank.", ""])
+    table = ["## Training Config", "", "| setting | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
+    if recipe.training_mode != "lora":
+        return [*table, "", "Full fine-tune: every transformer weight is trained.", ""]
+    return [*table, "", "Rank guidance (seed 002): motion or camera 8-16; a character or style 32-64; a dense "
+            "multi-character world 96-128. Alpha is kept equal to rank.", ""]
+
+
+def _model_lines(probe: dict[str, Any]) -> list[str]:
+    """The model files training will use, as the probe recognised them by content (ltx backend only)."""
+    files = (probe.get("models") or {}).get("files")
+    if not files:
+        return []
+    searched = ", ".join(files.get("searched") or []) or "no folder"
+    return ["- LTX checkpoint: " + (f"`{files['checkpoint']}`" if files.get("checkpoint")
+                                     else f"not found (searched {searched})"),
+            "- Gemma text encoder: " + (f"`{files['text_encoder']}`" if files.get("text_encoder")
+                                         else f"not found (searched {searched})")]
 
 
 def _backend_words(backend: Any) -> str:

@@ -43,6 +43,7 @@ class ProbePhase:
             "dataset": _dataset_digest(Path(request.dataset)),
             # The hardware itself: a swapped or re-partitioned GPU must re-plan (cheap: one nvidia-smi call).
             "gpus": None if _gpus_not_probed(ctx) else digest(to_plain(probe_gpus(request.nvidia_smi).gpus)),
+            **({"model files": _model_files_digest(request)} if request.backend == "ltx" else {}),
         }
 
     def run(self, ctx: RunContext) -> PhaseResult:
@@ -133,14 +134,54 @@ def _clip_frames(media: list[Path], ffprobe: str | None) -> dict[str, Any]:
 
 
 def _models(request: Any, findings: list[dict]) -> dict[str, Any]:
-    search = find_model_files(default_model_dirs(os.environ, Path.home()))
-    checkpoint = request.model_path or (search.checkpoints[0] if len(search.checkpoints) == 1 else None)
-    encoder = request.text_encoder_path or (search.text_encoders[0] if len(search.text_encoders) == 1 else None)
-    checks = {"checkpoint": check_model_path(checkpoint, "checkpoint"),
-              "text_encoder": check_model_path(encoder, "text_encoder")}
+    """The model search, the check of each model path, and ``files``: the files chosen to train with.
+
+    ``files`` is ``{"checkpoint": abs path | None, "text_encoder": abs path | None, "searched":
+    [folders as labelled in messages]}``; a path is None unless it passed the content checks.
+    ``checkpoint_path``/``text_encoder_path`` stay the values later phases use (given or found).
+    """
+    search = find_model_files(default_model_dirs(os.environ, Path.home()), os.environ)
+    checks = {"checkpoint": check_model_path(request.model_path, "checkpoint", search),
+              "text_encoder": check_model_path(request.text_encoder_path, "text_encoder", search)}
     findings.extend(c.to_finding().to_dict() for c in checks.values())
+    files = {kind: check.path if check.usable else None for kind, check in checks.items()}
     return {"search": to_plain(search), **{k: to_plain(v) for k, v in checks.items()},
-            "checkpoint_path": checkpoint, "text_encoder_path": encoder}
+            "checkpoint_path": checks["checkpoint"].value, "text_encoder_path": checks["text_encoder"].value,
+            "files": {**files, "searched": list(search.labels)}}
+
+
+def _model_files_digest(request: Any) -> str:
+    """Sizes and mtimes of the given model paths and of the model folders two levels deep (stat only).
+
+    A fixed ``config.json`` or a finished download changes it, so the probe runs again on resume.
+    """
+    listing: list[tuple[str, int | None, int | None]] = []
+
+    def add(path: Path) -> None:
+        try:
+            stat = path.stat()
+            listing.append((str(path), stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            listing.append((str(path), None, None))
+
+    for given in (request.model_path, request.text_encoder_path):
+        if given:
+            add(Path(given).expanduser())
+            add(Path(given).expanduser() / "config.json")
+    level = default_model_dirs(os.environ, Path.home())
+    for depth in range(3):  # the folders themselves, then two levels of entries (as the search goes)
+        next_level: list[Path] = []
+        for path in level:
+            add(path)
+            if path.is_dir():
+                add(path / "config.json")
+                if depth < 2:
+                    try:
+                        next_level += sorted(path.iterdir())
+                    except OSError:
+                        pass
+        level = next_level
+    return digest(listing)
 
 
 def _dataset_digest(path: Path) -> str:

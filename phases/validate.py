@@ -18,23 +18,22 @@ from typing import Any
 import yaml
 
 from ltx_pipeline.engine import PhaseResult, RunContext
-from ltx_pipeline.engine.fingerprint import digest, file_digest
+from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import BadConfig
-from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
-from ltx_pipeline.ltx.data_check import Check
-from ltx_pipeline.ltx.launch_checks import fixes_for, launch_checks
-from ltx_pipeline.ltx.trainer_config import format_findings
+from ltx_pipeline.ltx.launch_checks import fixes_for
+from ltx_pipeline.ltx.launch_plan import distributed_mode, launch_shape
+from ltx_pipeline.steps.resume import refuse_incompatible_checkpoints
+from ltx_pipeline.steps.validation import (
+    LaunchTarget,
+    StageValidation,
+    launch_target,
+    runtime_checks,
+    validate_stage,
+)
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE", "distributed_mode"]
-
-
-def distributed_mode(training_mode: str, processes: int) -> str:
-    """DDP for LoRA and FSDP for full fine-tunes on several GPUs (the skill's rule); else one process."""
-    if processes <= 1:
-        return "none"
-    return "fsdp" if training_mode == "full" else "ddp"
 
 
 class ValidatePhase:
@@ -42,84 +41,78 @@ class ValidatePhase:
     heavy = False
 
     def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
-        configs = ctx.output("config_patch")["configs"]
+        # The configs as config_patch wrote them (its outputs), not the live files: validate's own safe
+        # fixes and autotune's winner change the files afterwards, and must not make the next resume
+        # re-run validate and autotune. Whatever is in a file at launch is validated then.
         return {"config_patch": digest(ctx.output("config_patch")), "data_check": digest(ctx.output("data_check")),
-                "configs": {c["config"]: file_digest(Path(c["config"])) for c in configs},
-                "gpus": ctx.output("probe")["gpu_count"], "processes": ctx.request.processes}
+                "gpus": ctx.output("probe")["gpu_count"], "processes": ctx.request.processes,
+                "backend": ctx.request.backend}
 
     def run(self, ctx: RunContext) -> PhaseResult:
         ctx.narrate("Validating every stage's config against the trainer's schema and the rules it only meets at "
                     "runtime, then building the launch command. Nothing is launched.")
-        probe, data = ctx.output("probe"), ctx.output("data_check")
         recipe = ctx.output("plan")["recipe"]
-        # One process per GPU; the toy reference trainer runs one process unless asked for more.
-        default = max(1, probe["gpu_count"]) if ctx.request.backend != "reference" else 1
-        processes = ctx.request.processes or default
-        distributed = distributed_mode(recipe["training_mode"], processes)
+        # The same rule the plan stated its launch with.
+        shape = launch_shape(backend=ctx.request.backend, gpu_count=ctx.output("probe")["gpu_count"],
+                             requested=ctx.request.processes, training_mode=recipe["training_mode"])
+        processes, distributed = shape.processes, shape.distributed
         stages, problems, patches = [], [], []
-        for entry, stage in zip(ctx.output("config_patch")["configs"], data["stages"], strict=True):
+        for entry, stage in zip(ctx.output("config_patch")["configs"], ctx.output("data_check")["stages"],
+                                strict=True):
             config = Path(entry["config"])
-            patches += _apply_safe_fixes(ctx, config, stage, probe, data, processes)
-            findings = _schema(ctx, config, Path(stage["preprocessed_root"]))
-            checks = _runtime_checks(config, stage, probe, data, processes)
-            problems += [f"stage {entry['stage']}: {line}" for line in format_findings(findings)]
-            problems += [f"stage {entry['stage']}: {c.line()}" for c in checks if c.severity == "error"]
-            for check in checks:
-                if check.severity == "warning":
-                    ctx.warn(check.line())
+            target = launch_target(ctx.output("probe"), ctx.output("data_check"), stage, processes)
+            patches += _apply_safe_fixes(ctx, config, target, stage)
+            result = _validate(ctx, config, target, stage)
+            problems += [f"stage {entry['stage']}: {line}" for line in result.problems]
+            for check in result.warnings:
+                ctx.warn(check.line())
+            if not ctx.options.get("restart_training"):
+                _refuse_unresumable(config, Path(entry["output_dir"]))
             launch = ctx.backend.train_command(config, num_processes=processes, distributed=distributed)
             stages.append({"stage": entry["stage"], "config": str(config), "launch": launch.to_record(),
-                           "checks": [c.line() for c in checks], "strict_data_root": Path(stage["preprocessed_root"])
-                           .is_dir()})
+                           "checks": [c.line() for c in result.checks],
+                           "strict_data_root": Path(stage["preprocessed_root"]).is_dir(),
+                           "validator": result.validator,
+                           "config_sha256": result.validated.sha256 if result.validated else None})
         if problems:
             report = ctx.paths.root / "validate.md"
-            atomic_write(report, "# Validation\n\n" + "\n".join(f"- {p}" for p in problems) + "\n", root=ctx.workspace)
+            validators = sorted({s["validator"] for s in stages})
+            atomic_write(report, "# Validation\n\nValidated by " + "; ".join(validators) + ".\n\n"
+                         + "\n".join(f"- {p}" for p in problems) + "\n", root=ctx.workspace)
             raise BadConfig(f"{len(problems)} config problem(s), first: {problems[0]}", where=str(report),
                             fix="correct run.yaml (or the named field) and run `ltx-pipeline resume`",
                             errors=[(p, p) for p in problems])
         return PhaseResult({"stages": stages, "patches": patches, "num_processes": processes,
-                            "distributed": distributed})
+                            "distributed": distributed, "launch": shape.words()})
 
     def summary(self, outputs: dict[str, Any]) -> str:
         fixed = f", {len(outputs['patches'])} safe fix(es) patched" if outputs["patches"] else ""
-        return (f"{len(outputs['stages'])} config(s) valid{fixed}; launch: {outputs['distributed']} x "
-                f"{outputs['num_processes']} process(es)")
+        validators = sorted({s.get("validator", "?") for s in outputs["stages"]})
+        return (f"{len(outputs['stages'])} config(s) valid{fixed} (validated by {'; '.join(validators)}); "
+                f"launch: {outputs['distributed']} x {outputs['num_processes']} process(es)")
 
 
-def _schema(ctx: RunContext, config: Path, data_root: Path) -> list[Any]:
-    """Strict when the data folder exists; otherwise relaxed plus strict checks of the model files."""
-    if data_root.is_dir() or ctx.request.backend == "simulated":
-        return ctx.backend.validate(config, relaxed_paths=ctx.request.backend == "simulated")
-    findings = list(ctx.backend.validate(config, relaxed_paths=True))
-    model = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("model") or {}
-    for key in ("model_path", "text_encoder_path"):
-        value = model.get(key)
-        if not value or not Path(value).exists():
-            findings.append(_missing(f"model.{key}", f"{value} does not exist"))
-    return findings
-
-
-def _missing(path: str, message: str) -> Any:
-    from ltx_pipeline.ltx.trainer_config import ConfigFinding
-
-    return ConfigFinding(path=path, message=message, code="path_missing")
-
-
-def _runtime_checks(config: Path, stage: dict[str, Any], probe: dict[str, Any], data: dict[str, Any],
-                    processes: int) -> list[Check]:
+def _refuse_unresumable(config: Path, output_dir: Path) -> None:
+    """A stage with checkpoints it could not resume from is refused here, before any heavy phase."""
     values = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
-    if stage["index"] > 1 and (values.get("checkpoints") or {}).get("no_resume"):
-        # A chained stage warm-starts from weights the previous stage has not written yet; they are
-        # checked right before this stage launches.
-        values = {**values, "model": {**values.get("model", {}), "load_checkpoint": None}}
-    return launch_checks(values, num_processes=processes,
-                         dataset_samples=data["samples"] or None, buckets=list(parse_buckets(stage["buckets"])),
-                         shm_bytes=probe["host"].get("shm_total_bytes"), cwd=config.parent)
+    steps = int((values.get("optimization") or {}).get("steps") or 0)
+    refuse_incompatible_checkpoints(config, output_dir / "checkpoints", steps)
 
 
-def _apply_safe_fixes(ctx: RunContext, config: Path, stage: dict[str, Any], probe: dict[str, Any],
-                      data: dict[str, Any], processes: int) -> list[dict[str, Any]]:
-    fixes = fixes_for(_runtime_checks(config, stage, probe, data, processes))
+def _validate(ctx: RunContext, config: Path, target: LaunchTarget, stage: dict[str, Any]) -> StageValidation:
+    """Strict when the data folder exists; otherwise relaxed plus strict checks of the model files."""
+    return validate_stage(ctx.backend, config, target, strict=Path(stage["preprocessed_root"]).is_dir(),
+                          warm_start_pending=_warm_start_pending(config, stage))
+
+
+def _warm_start_pending(config: Path, stage: dict[str, Any]) -> bool:
+    values = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    return int(stage["index"]) > 1 and bool((values.get("checkpoints") or {}).get("no_resume"))
+
+
+def _apply_safe_fixes(ctx: RunContext, config: Path, target: LaunchTarget,
+                      stage: dict[str, Any]) -> list[dict[str, Any]]:
+    fixes = fixes_for(runtime_checks(config, target, warm_start_pending=_warm_start_pending(config, stage)))
     if not fixes:
         return []
     text, records = apply_patches(config.read_text(encoding="utf-8"),

@@ -107,6 +107,28 @@ def make_tree(root: Path, spec: dict) -> Path:
     return root
 
 
+GEMMA_CONFIG = json.dumps({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}})
+LTX_METADATA = {"config": json.dumps({"transformer": {}, "vae": {}, "audio_vae": {}, "vocoder": {}})}
+
+
+def safetensors_bytes(metadata: dict[str, str] | None = None) -> bytes:
+    """A minimal valid safetensors file (one 2x2 float32 tensor), by default with an LTX checkpoint's metadata."""
+    meta = LTX_METADATA if metadata is None else metadata
+    header: dict = {"weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}
+    if meta:
+        header["__metadata__"] = meta
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)  # the format pads the header to 8 bytes with spaces
+    return len(raw).to_bytes(8, "little") + raw + bytes(16)
+
+
+def write_safetensors(path: Path, metadata: dict[str, str] | None = None) -> Path:
+    """Write ``safetensors_bytes(metadata)`` to ``path`` (parents created); pass ``{}`` for no metadata."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(safetensors_bytes(metadata))
+    return path
+
+
 @pytest.fixture
 def clips_dataset(tmp_path: Path) -> Path:
     """A small metadata dataset: dataset.json with captions and three video files beside it."""
@@ -136,7 +158,7 @@ def ltx_prereqs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, st
         f"{trainer}src/ltx_trainer/config.py": "from ltx_pipeline.ltx.trainer_config import LtxTrainerConfig  # noqa\n",
     })
     models = tmp_path / "models"
-    make_tree(models, {"ltx-2.3-22b-dev.safetensors": b"\x00" * 16, "gemma-3-12b-it/config.json": "{}"})
+    make_tree(models, {"ltx-2.3-22b-dev.safetensors": safetensors_bytes(), "gemma-3-12b-it/config.json": GEMMA_CONFIG})
     bin_dir = tmp_path / "tools"
     bin_dir.mkdir()
     (bin_dir / "ffprobe").write_text(f"#!{sys.executable}\nprint('121')\n")  # every clip has 121 frames

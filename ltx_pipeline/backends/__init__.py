@@ -7,10 +7,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ltx_pipeline.backends.base import DISTRIBUTED_MODES, LaunchSpec, TrainerBackend, redact_env
+from ltx_pipeline.backends.base import (
+    DISTRIBUTED_MODES,
+    MIRROR_VALIDATOR,
+    MIRRORED_TRAINER_VERSION,
+    LaunchSpec,
+    TrainerBackend,
+    redact_env,
+)
 from ltx_pipeline.errors import BadRequest
 
-__all__ = ["BACKEND_NAMES", "DISTRIBUTED_MODES", "LaunchSpec", "TrainerBackend", "make_backend", "redact_env"]
+__all__ = ["BACKEND_NAMES", "DISTRIBUTED_MODES", "MIRRORED_TRAINER_VERSION", "MIRROR_VALIDATOR", "LaunchSpec",
+           "TrainerBackend", "make_backend", "redact_env"]
 
 BACKEND_NAMES = ("ltx", "reference", "simulated")
 

@@ -16,10 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-__all__ = ["DISTRIBUTED_MODES", "Distributed", "LaunchSpec", "TrainerBackend", "is_secret_name", "redact_env"]
+__all__ = ["DISTRIBUTED_MODES", "MIRRORED_TRAINER_VERSION", "MIRROR_VALIDATOR", "Distributed", "LaunchSpec",
+           "TrainerBackend", "is_secret_name", "redact_env"]
 
 Distributed = Literal["none", "ddp", "ddp-compile", "fsdp", "fsdp-compile"]
 DISTRIBUTED_MODES: tuple[str, ...] = ("none", "ddp", "ddp-compile", "fsdp", "fsdp-compile")
+#: The ltx-trainer release whose config schema ``ltx_pipeline.ltx.trainer_config`` mirrors.
+MIRRORED_TRAINER_VERSION = "1.2.0"
+#: Who validated, when it was the project's mirror of the trainer's schema (``TrainerBackend.validator``).
+MIRROR_VALIDATOR = f"the built-in schema mirror (ltx-trainer {MIRRORED_TRAINER_VERSION})"
 _SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
 
 
@@ -71,6 +76,14 @@ class TrainerBackend(Protocol):
 
     def validate(self, config_path: Path, *, relaxed_paths: bool = False) -> list[Any]:
         """Validation findings (``ConfigFinding``) for a trainer config; empty when it may launch."""
+        ...
+
+    def validator(self, *, relaxed_paths: bool = False) -> str:
+        """Who ``validate`` with the same ``relaxed_paths`` asks, in words for a report or a log.
+
+        Either ``MIRROR_VALIDATOR`` or, for ``ltx`` with a checkout and strict paths, ``the trainer's
+        own LtxTrainerConfig at <root> (commit <sha12>)``.
+        """
         ...
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,

@@ -1,20 +1,24 @@
 """Backend ``ltx``: the official trainer in the user's LTX-2 checkout, driven through ``uv``.
 
 The checkout is read-only to the engine: templates are read from
-``packages/ltx-trainer/configs/`` and run configs always live in the workspace. Validation runs the
-trainer's own ``LtxTrainerConfig`` inside the checkout's environment when it is synced (the source
-of truth), and falls back to the project's mirror of the schema when it is not.
+``packages/ltx-trainer/configs/`` and run configs always live in the workspace. Strict validation of
+a checkout runs the trainer's own ``LtxTrainerConfig`` inside the checkout's environment, through the
+same ``uv run --directory`` a launch uses, so a config that validates is one whose trainer imports.
+A checkout that is missing, not synced, or whose trainer does not import is a failed validation (a
+``trainer checkout`` finding), never a silent fall-back to the mirror. The mirror validates only
+relaxed checks (placeholder paths) and runs with no checkout at all; ``validator()`` says which.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import Distributed, LaunchSpec
+from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec
 from ltx_pipeline.backends.launch import (
     LOG_ENV,
     accelerate_args,
@@ -24,6 +28,7 @@ from ltx_pipeline.backends.launch import (
 )
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, load_trainer_config_file, validate_trainer_config
+from ltx_pipeline.probing.models import check_trainer_root
 
 __all__ = ["LtxBackend"]
 
@@ -45,6 +50,11 @@ except ValidationError as exc:
 print("LTX_PIPELINE_VALIDATION " + json.dumps(errors))
 """
 _MARK = "LTX_PIPELINE_VALIDATION "
+_TIMEOUT_S = 300
+_CLONE = "https://github.com/Lightricks/LTX-2"
+#: The ``path`` of findings about the checkout itself rather than a config field.
+CHECKOUT_FINDING = "trainer checkout"
+_IMPORT_ERROR = re.compile(r"^\s*(ModuleNotFoundError|ImportError)\b.*")
 
 
 class LtxBackend:
@@ -59,11 +69,28 @@ class LtxBackend:
 
     @property
     def root(self) -> Path:
+        """The checkout's root, which must be an LTX-2 checkout.
+
+        Raises:
+            BadInput: none was given, the folder does not exist or it has no ``packages/ltx-trainer``.
+        """
         if self._root is None:
             raise BadInput("No LTX-2 trainer checkout was given", where="--trainer-root",
-                           fix="clone https://github.com/Lightricks/LTX-2, run `uv sync` at its root, then pass "
+                           fix=f"clone {_CLONE}, run `uv sync` at its root, then pass "
                                "--trainer-root PATH or set LTX2_ROOT")
+        problem = self._checkout_problem()
+        if problem is not None:
+            raise BadInput(f"No LTX-2 trainer checkout at {self._root}: {problem}", where="--trainer-root or LTX2_ROOT",
+                           fix=f"pass the root of an LTX-2 checkout ({_CLONE}, with `uv sync` run at its root)")
         return self._root
+
+    def _checkout_problem(self) -> str | None:
+        """Why the given root is not an LTX-2 checkout, or None when it is one."""
+        if self._root is None or not self._root.is_dir():
+            return "the folder does not exist"
+        if not (self._root / TRAINER_DIR).is_dir():
+            return f"it has no {TRAINER_DIR.as_posix()} folder"
+        return None
 
     @property
     def trainer_dir(self) -> Path:
@@ -71,11 +98,8 @@ class LtxBackend:
 
     @property
     def synced(self) -> bool:
-        """The checkout's environment exists (``uv sync`` ran), so the trainer's validator can run."""
-        if self._root is None:
-            return False
-        return ((self._root / "uv.lock").is_file() and (self._root / ".venv").is_dir()
-                and shutil.which(self.uv) is not None)
+        """The checkout is there, synced (``uv sync`` ran) and ``uv`` is on PATH: the trainer's validator can run."""
+        return self._root is not None and self._environment_finding() is None
 
     def template(self, config_name: str) -> Path:
         path = self.trainer_dir / "configs" / config_name
@@ -112,20 +136,75 @@ class LtxBackend:
                                              extra_flags=extra_flags))
         return LaunchSpec(tuple(argv), self.trainer_dir, dict(LOG_ENV))
 
-    def validate(self, config_path: Path, *, relaxed_paths: bool = False) -> list[ConfigFinding]:
-        """The trainer's own validator when synced and strict; else the mirror.
+    def validator(self, *, relaxed_paths: bool = False) -> str:
+        """The trainer's own config class at the checkout, when one is given and paths are strict; else the mirror.
 
-        Relaxed validation (placeholders) always uses the mirror: the trainer checks paths exist.
+        The commit is read straight from the checkout's ``.git`` (``unknown`` when there is none). It
+        names the trainer's own validator even when the checkout cannot run it: ``validate`` then
+        gives the ``trainer checkout`` finding that says why, and never asks the mirror instead.
+        """
+        if relaxed_paths or self._root is None:
+            return MIRROR_VALIDATOR
+        commit = check_trainer_root(self._root).git_commit
+        return f"the trainer's own LtxTrainerConfig at {self._root} (commit {commit[:12] if commit else 'unknown'})"
+
+    def validate(self, config_path: Path, *, relaxed_paths: bool = False) -> list[ConfigFinding]:
+        """Strict with a checkout: the trainer's own validator in the checkout's environment; else the mirror.
+
+        Relaxed validation (placeholders) always uses the mirror: the trainer checks paths exist. A
+        checkout that cannot run the trainer's validator (missing, not synced, no ``uv``, the trainer
+        does not import) gives one ``trainer checkout`` finding, because it could not launch either.
         """
         data = load_trainer_config_file(config_path)
-        if relaxed_paths or not self.synced:
+        if relaxed_paths or self._root is None:
             return validate_trainer_config(data, relaxed_paths=relaxed_paths, cwd=config_path.resolve().parent)
-        done = subprocess.run(self._uv_run("python", "-c", _VALIDATOR, str(config_path.resolve())),  # noqa: S603
-                              capture_output=True, text=True, timeout=300, cwd=self.trainer_dir, check=False)
+        unusable = self._environment_finding()
+        if unusable is not None:
+            return [unusable]
+        argv = self._uv_run("python", "-c", _VALIDATOR, str(config_path.resolve()))
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT_S,  # noqa: S603
+                                  cwd=self.trainer_dir, check=False)
+        except subprocess.TimeoutExpired:
+            return [self._finding(f"the trainer's config validator did not finish within {_TIMEOUT_S} s in "
+                                  f"{self.trainer_dir}; run `uv sync` at {self._root} and try again",
+                                  "trainer_validator_failed")]
+        except OSError as exc:
+            return [self._finding(f"{self.uv} could not be run ({exc.strerror or exc}); install uv "
+                                  "(https://docs.astral.sh/uv/) and put it on PATH", "uv_not_found")]
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith(_MARK)), None)
-        if line is None:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise BadInput(f"The trainer's config validator did not run: {tail[0]}", where=str(self.trainer_dir),
-                           fix="run `uv sync` at the LTX-2 checkout's root")
-        return [ConfigFinding(path=e["loc"], message=e["msg"], code=e["type"])
-                for e in json.loads(line[len(_MARK):])]
+        if line is not None:
+            return [ConfigFinding(path=e["loc"], message=e["msg"], code=e["type"])
+                    for e in json.loads(line[len(_MARK):])]
+        output = (done.stderr + "\n" + done.stdout).strip().splitlines()
+        imports = [m.group(0).strip() for ln in output if (m := _IMPORT_ERROR.match(ln))]
+        if imports:
+            return [self._finding(f"the trainer does not import in its environment (`uv run --directory "
+                                  f"{self.trainer_dir}`), so it would not launch either: {imports[-1]}; run "
+                                  f"`uv sync` at {self._root} (a complete checkout has "
+                                  f"{TRAINER_DIR.as_posix()}/src/ltx_trainer)", "trainer_import_failed")]
+        tail = output[-1:] or ["no output"]
+        return [self._finding(f"the trainer's config validator did not run (exit {done.returncode}): {tail[0]}; "
+                              f"run `uv sync` at {self._root}", "trainer_validator_failed")]
+
+    def _environment_finding(self) -> ConfigFinding | None:
+        """Why the checkout cannot run the trainer's validator (nor a launch), or None when it can."""
+        problem = self._checkout_problem()
+        if problem is not None:
+            return self._finding(f"no LTX-2 trainer checkout at {self._root}: {problem}; pass the root of a "
+                                 f"synced LTX-2 checkout ({_CLONE}) as --trainer-root or LTX2_ROOT",
+                                 "trainer_checkout_missing")
+        lacking = [name for name, present in (("uv.lock", (self.root / "uv.lock").is_file()),
+                                              (".venv", (self.root / ".venv").is_dir())) if not present]
+        if lacking:
+            return self._finding(f"the environment of {self.root} is not synced (no {' and no '.join(lacking)}), so "
+                                 f"the trainer can neither validate this config nor launch; run `uv sync` at "
+                                 f"{self.root}", "trainer_not_synced")
+        if shutil.which(self.uv) is None:
+            return self._finding(f"uv ({self.uv}) is not on PATH, so the environment of {self.root} cannot run; "
+                                 "install uv (https://docs.astral.sh/uv/)", "uv_not_found")
+        return None
+
+    @staticmethod
+    def _finding(message: str, code: str) -> ConfigFinding:
+        return ConfigFinding(path=CHECKOUT_FINDING, message=message, code=code)

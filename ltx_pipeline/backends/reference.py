@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import Distributed, LaunchSpec
+from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec
 from ltx_pipeline.backends.launch import LOG_ENV, accelerate_args, check_processes, preprocess_args
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, load_trainer_config_file, validate_trainer_config
@@ -54,6 +54,10 @@ class ReferenceBackend:
             raise BadInput(f"The reference backend has no template {config_name}", where=str(TEMPLATES),
                            fix=f"use a mode it covers ({available}) or --backend ltx")
         return path
+
+    def validator(self, *, relaxed_paths: bool = False) -> str:
+        """Always the mirror: this backend has no trainer checkout of its own."""
+        return MIRROR_VALIDATOR
 
     def validate(self, config_path: Path, *, relaxed_paths: bool = False) -> list[ConfigFinding]:
         return validate_trainer_config(load_trainer_config_file(config_path), relaxed_paths=relaxed_paths,

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import Distributed, LaunchSpec
+from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec
 from ltx_pipeline.backends.launch import LOG_ENV, check_processes
 from ltx_pipeline.backends.surface import CostSurface, load_surface
 from ltx_pipeline.errors import BadInput
@@ -42,6 +42,10 @@ class SimulatedBackend:
     def base_weights(self, folder: Path) -> Path:
         """A placeholder path: the simulated trainer loads no weights (configs are checked relaxed)."""
         return folder / "simulated-base.safetensors"
+
+    def validator(self, *, relaxed_paths: bool = False) -> str:
+        """Always the mirror: this backend has no trainer checkout of its own."""
+        return MIRROR_VALIDATOR
 
     def validate(self, config_path: Path, *, relaxed_paths: bool = False) -> list[ConfigFinding]:
         return validate_trainer_config(load_trainer_config_file(config_path), relaxed_paths=relaxed_paths,

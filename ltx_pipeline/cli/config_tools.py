@@ -1,8 +1,10 @@
 """Standalone config tools for any trainer config, in or out of a run: ``validate`` and ``command``.
 
-``validate`` runs the schema check (the trainer's own validator when a synced checkout is given,
-else the mirror) plus the rules the trainer only meets at runtime; ``command`` prints the launch
-command for a distributed mode and never runs it. They replace the skill's two helper scripts.
+``validate`` runs the schema check plus the rules the trainer only meets at runtime, and names the
+validator in every result: the trainer's own, in the checkout's environment (the one a launch uses),
+when a checkout is given and paths are strict; the built-in mirror of the schema otherwise.
+``command`` prints the launch command for a distributed mode and never runs it; it refuses a
+checkout that is not there. They replace the skill's two helper scripts.
 """
 
 from __future__ import annotations
@@ -41,14 +43,16 @@ def validate(config: Annotated[Path, typer.Argument(help="A trainer config YAML.
              as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
     """Check a trainer config: exit 0 when it may launch, 2 with every finding and its fix when not."""
     data = load_trainer_config_file(config)
-    findings = _backend(trainer_root).validate(config, relaxed_paths=relaxed_paths)
+    backend = _backend(trainer_root)
+    findings = backend.validate(config, relaxed_paths=relaxed_paths)
+    validator = backend.validator(relaxed_paths=relaxed_paths)
     checks = [] if findings else launch_checks(data, num_processes=num_processes, cwd=config.resolve().parent)
     errors = format_findings(findings) + [c.line() for c in checks if c.severity == "error"]
     warnings = [c.line() for c in checks if c.severity == "warning"]
     if relaxed_paths:
         warnings.append("paths were not checked (--relaxed-paths); validate strictly before a launch")
     report: dict[str, Any] = {"config": str(config.resolve()), "ok": not errors and not relaxed_paths,
-                              "errors": errors, "warnings": warnings}
+                              "validator": validator, "errors": errors, "warnings": warnings}
     if as_json:
         out.print_json(json.dumps(report))
     else:
@@ -56,8 +60,11 @@ def validate(config: Annotated[Path, typer.Argument(help="A trainer config YAML.
             out.print(f"error: {line}", markup=False, highlight=False)
         for line in warnings:
             out.print(f"warning: {line}", markup=False, highlight=False)
-        if not errors:
-            out.print(f"{config}: valid" + (" (placeholders allowed)" if relaxed_paths else ""), markup=False)
+        if errors:
+            out.print(f"validated by: {validator}", markup=False, highlight=False)
+        else:
+            allowed = "placeholders allowed; " if relaxed_paths else ""
+            out.print(f"{config}: valid ({allowed}validated by {validator})", markup=False, highlight=False)
     return EXIT_OK if not errors else EXIT_BAD_INPUT
 
 
@@ -76,9 +83,11 @@ def command(config: Annotated[Path, typer.Argument(help="A trainer config YAML."
         yaml.safe_load(config.read_text(encoding="utf-8"))
     except yaml.YAMLError:
         load_trainer_config_file(config)  # raises the one-line error with the line number
+    # Refuses (BadInput, one line) a checkout that is missing or not an LTX-2 checkout: no command
+    # is printed into a folder that is not there.
     spec = _backend(trainer_root).train_command(config, num_processes=num_processes, distributed=distributed)
     if as_json:
         out.print_json(json.dumps({**spec.to_record(), "executes_training": False}))
     else:
-        out.print(spec.printable, markup=False, highlight=False, soft_wrap=True)
+        out.print(spec.printable, markup=False, highlight=False)
     return EXIT_OK

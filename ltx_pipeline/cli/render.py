@@ -1,6 +1,8 @@
 """Rendering for the CLI: narration lines, the status tables and ``--json``, all from plain dicts.
 
-Nothing here opens the store or computes results; it only prints what it is handed.
+Nothing here opens the store or computes results; it only prints what it is handed. Nothing it is
+handed is Rich markup: table cells and titles are ``Text`` (``_t``), lines are printed with
+``markup=False``, so a message such as ``[zero-batches] ...`` keeps its brackets.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 __all__ = ["print_event", "print_json", "render_status"]
 
@@ -23,6 +26,11 @@ def print_event(console: Console, message: str, level: str, phase: str | None) -
     console.print(f"{tag}{prefix}{message}", style=_STYLE.get(level, ""), markup=False, highlight=False)
 
 
+def _t(value: Any) -> Text:
+    """A table cell or title as plain text: never parsed as markup, never highlighted."""
+    return Text("" if value is None else str(value))
+
+
 def print_json(console: Console, data: dict[str, Any]) -> None:
     console.print_json(json.dumps(data, default=str))
 
@@ -33,18 +41,18 @@ def render_status(console: Console, report: dict[str, Any]) -> None:
     if not runs:
         console.print(f"No runs in workspace {report['workspace']}.", markup=False)
         return
-    overview = Table(title=f"Runs in {report['workspace']}", title_justify="left")
+    overview = Table(title=_t(f"Runs in {report['workspace']}"), title_justify="left")
     for column in ("run", "state", "approval", "updated (UTC)"):
         overview.add_column(column)
     for run in runs:
-        overview.add_row(run["name"], run["state"], run["approval"]["state"], run["updated_at"])
+        overview.add_row(_t(run["name"]), _t(run["state"]), _t(run["approval"]["state"]), _t(run["updated_at"]))
     console.print(overview)
     for run in runs:
         _render_run(console, run)
 
 
 def _render_run(console: Console, run: dict[str, Any]) -> None:
-    table = Table(title=f"{run['name']} — {run['state']}", title_justify="left")
+    table = Table(title=_t(f"{run['name']} — {run['state']}"), title_justify="left")
     for column in ("phase", "status", "try", "seconds", "summary / error"):
         table.add_column(column, overflow="fold")
     for phase in run["phases"]:
@@ -52,7 +60,7 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
         if phase["status"] != "succeeded" and phase["error"]:
             text = phase["error"]
         seconds = "" if phase["seconds"] is None else f"{phase['seconds']:.1f}"
-        table.add_row(phase["phase"], phase["status"], str(phase["attempt"]), seconds, text)
+        table.add_row(_t(phase["phase"]), _t(phase["status"]), _t(phase["attempt"]), _t(seconds), _t(text))
     console.print(table)
     for phase in run["phases"]:
         if phase["reason"] and phase["reason"] != "first run":
@@ -62,7 +70,7 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
         for column in ("item", "status", "detail", "next step"):
             findings.add_column(column, overflow="fold")
         for f in run["findings"]:
-            findings.add_row(f["item"], f["status"], f["detail"], f.get("next_step") or "")
+            findings.add_row(_t(f["item"]), _t(f["status"]), _t(f["detail"]), _t(f.get("next_step")))
         console.print(findings)
     for warning in run["warnings"]:
         console.print(f"  warning: {warning}", style="yellow", markup=False, highlight=False)
@@ -73,7 +81,8 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
             line += f" at {approval['approved_at']}"
         console.print(line, markup=False, highlight=False)
     if run["driver"]:
-        console.print(f"  driver: pid {run['driver']['pid']} since {run['driver']['since']}", markup=False)
+        console.print(f"  driver: pid {run['driver']['pid']} since {run['driver']['since']}", markup=False,
+                      highlight=False)
     if run.get("autotune"):
         _render_autotune(console, run["autotune"])
     if run.get("training"):
@@ -85,17 +94,27 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
 
 
 def _render_autotune(console: Console, sweep: dict[str, Any]) -> None:
-    table = Table(title=f"Autotune ({sweep['study']})", title_justify="left")
-    for column in ("#", "knobs", "outcome", "s/step", "peak GB", "val. peak GB", "seconds", "reason"):
+    """The sweep's figures as a table, then each reason on a line of its own, whole (never folded in a cell)."""
+    table = Table(title=_t(f"Autotune ({sweep['study']})"), title_justify="left")
+    for column in ("#", "knobs", "outcome", "s/step", "peak GB", "val. peak GB", "seconds"):
         table.add_column(column, overflow="fold")
+    reasons: list[str] = []
     for t in sweep["trials"]:
         knobs = _knobs(t["knobs"])
-        table.add_row(str(t["number"]), knobs, t["outcome"] or "", _num(t["step_time_s"]), _num(t["peak_vram_gb"]),
-                      _num(t["validation_peak_vram_gb"]), _num(t["seconds"]), t["reason"] or "")
+        table.add_row(_t(t["number"]), _t(knobs), _t(t["outcome"]), _t(_num(t["step_time_s"], "not measured")),
+                      _t(_memory(t.get("peak_vram_gb"), t.get("peak_source"))),
+                      _t(_memory(t.get("validation_peak_vram_gb"), t.get("validation_peak_source"))),
+                      _t(_num(t["seconds"])))
+        if t.get("reason"):
+            reasons.append(f"  trial {t['number']} ({t['outcome']}): {t['reason']}")
     for p in sweep["pruned"]:
         knobs = _knobs(p.get("knobs"))
-        table.add_row("-", knobs, "pruned", "", "", "", "", p.get("reason", ""))
+        table.add_row(_t("-"), _t(knobs), _t("pruned"), _t(""), _t(""), _t(""), _t(""))
+        if p.get("reason"):
+            reasons.append(f"  pruned {knobs}: {p['reason']}")
     console.print(table)
+    for line in reasons:
+        console.print(line, markup=False, highlight=False)
     if sweep.get("winner"):
         console.print(f"  winner: {_knobs(sweep['winner'])} (changes: {sweep.get('deltas') or 'none'})",
                       markup=False, highlight=False)
@@ -109,5 +128,13 @@ def _knobs(knobs: dict[str, Any] | None) -> str:
             f" ckpt={'on' if knobs.get('enable_gradient_checkpointing') else 'off'}")
 
 
-def _num(value: Any) -> str:
-    return "" if value is None else f"{value:.2f}"
+def _num(value: Any, missing: str = "") -> str:
+    return missing if value is None else f"{value:.2f}"
+
+
+def _memory(value: float | None, source: str | None = None) -> str:
+    """A trial's memory figure: "not measured" when there is none (never 0.00), with its source when known."""
+    if value is None or value <= 0:
+        return "not measured"
+    figure = f"{value:.2f}" if value >= 0.01 else f"{value * 1024:.1f} MiB"
+    return f"{figure} ({source})" if source else figure

@@ -8,6 +8,7 @@ survives the engine, and a live recorded process is re-attached instead of launc
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,33 @@ from ltx_pipeline.engine.processes import exit_record, is_alive, launch_detached
 from ltx_pipeline.store import Process, Store, saved_id
 from ltx_pipeline.store.models import utcnow
 
-__all__ = ["Launchable", "ProcessHandle", "RunJournal"]
+__all__ = ["ConfigChangedSinceValidation", "Launchable", "ProcessHandle", "RunJournal", "ValidatedConfig",
+           "config_sha256"]
+
+# Kinds of launch that run a trainer on a config: each must carry the config as it was validated.
+TRAINER_KINDS = ("train", "trial")
+
+
+def config_sha256(path: Path) -> str:
+    """``sha256:<hex>`` of a config file's bytes: what was validated, and what is launched."""
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ValidatedConfig:
+    """Proof that a config file passed validation: its path, its digest then, and who validated it.
+
+    Only a validation step builds one; ``RunJournal.launch`` refuses a trainer launch without it, and
+    refuses one whose file no longer has that digest.
+    """
+
+    path: Path
+    sha256: str
+    validator: str
+
+
+class ConfigChangedSinceValidation(RuntimeError):
+    """The config file changed between its validation and the launch that was to use it."""
 
 
 class Launchable(Protocol):
@@ -53,7 +80,8 @@ class ProcessHandle:
         return Path(f"{self.log_path}.exit")
 
     def alive(self) -> bool:
-        return is_alive(self.pid, self.create_time, self.host)
+        # The supervisor's command line names its exit file: evidence that survives a clock shift.
+        return is_alive(self.pid, self.create_time, self.host, marker=str(self.exit_file))
 
     def exit(self) -> dict[str, Any] | None:
         """``{"exit_code", "signal"}``, or None while running or when it died without a record."""
@@ -73,9 +101,27 @@ class RunJournal:
         self.run_id = run_id
         self.phase = phase
 
+    @staticmethod
+    def handle(row: Process) -> ProcessHandle:
+        """The handle of a stored process row (to check its liveness or read its exit)."""
+        return ProcessHandle.of(row)
+
     # -- processes ----------------------------------------------------------------------------
-    def launch(self, kind: str, stage: int, spec: Launchable, log_path: Path) -> ProcessHandle:
-        """Start ``spec`` detached under the supervisor and record it before returning."""
+    def launch(self, kind: str, stage: int, spec: Launchable, log_path: Path,
+               validated: ValidatedConfig | None = None) -> ProcessHandle:
+        """Start ``spec`` detached under the supervisor and record it before returning.
+
+        Raises:
+            ValueError: a trainer launch (``train``, ``trial``) without a validated config.
+            ConfigChangedSinceValidation: the validated config's file no longer has its digest.
+        """
+        if kind in TRAINER_KINDS:
+            if validated is None:
+                raise ValueError(f"a {kind} launch needs the config as validated (ValidatedConfig)")
+            now = config_sha256(validated.path)
+            if now != validated.sha256:
+                raise ConfigChangedSinceValidation(
+                    f"{validated.path} changed after it was validated ({validated.sha256[:19]}… -> {now[:19]}…)")
         exit_file = Path(f"{log_path}.exit")
         launched = launch_detached(spec.argv, cwd=spec.cwd, env_overrides=spec.env, log_path=log_path,
                                    exit_file=exit_file)
@@ -83,7 +129,8 @@ class RunJournal:
         row = self.store.add_process(Process(
             run_id=self.run_id, phase=self.phase, kind=kind, stage=stage, pid=launched.pid,
             create_time=launched.create_time, host=launched.host, argv=record["argv"], cwd=record["cwd"],
-            env=record["env"], printable=record["printable"], log_path=str(log_path)))
+            env=record["env"], printable=record["printable"], log_path=str(log_path),
+            config_sha256=validated.sha256 if validated else None))
         return ProcessHandle.of(row)
 
     def processes(self, kind: str | None = None, stage: int | None = None) -> list[ProcessHandle]:
@@ -108,8 +155,23 @@ class RunJournal:
                                         stopped_by_user=stopped_by_user)
         return ProcessHandle.of(row)
 
+    def correct_to_exited(self, handle: ProcessHandle) -> ProcessHandle:
+        """Record what the supervisor's exit file says when an earlier engine recorded otherwise.
+
+        An engine that died (or misjudged a live trainer) may have left ``running`` or ``crashed``;
+        the exit file written by the supervisor when the trainer ended is the evidence that wins.
+        """
+        record = handle.exit()
+        if record is None or handle.alive() or handle.status == "exited":
+            return handle
+        row = self.store.update_process(handle.id, status="exited", exit_code=record["exit_code"],
+                                        ended_at=utcnow())
+        self.event(f"process {handle.id} (pid {handle.pid}) was recorded {handle.status}; its exit file says "
+                   f"exit {record['exit_code']}: recorded as exited", level="warning")
+        return ProcessHandle.of(row)
+
     def stop(self, handle: ProcessHandle, **timeouts: float) -> str:
-        how = stop_group(handle.pid, handle.create_time, handle.host, **timeouts)
+        how = stop_group(handle.pid, handle.create_time, handle.host, marker=str(handle.exit_file), **timeouts)
         self.settle(handle, stopped_by_user=True)
         return how
 
@@ -123,9 +185,10 @@ class RunJournal:
             time.sleep(poll_s)
         return self.settle(handle)
 
-    def run_to_end(self, kind: str, stage: int, spec: Launchable, log_path: Path) -> ProcessHandle:
+    def run_to_end(self, kind: str, stage: int, spec: Launchable, log_path: Path,
+                   validated: ValidatedConfig | None = None) -> ProcessHandle:
         """Re-attach to a live process of this kind and stage, or launch one; wait for its end."""
-        handle = self.live(kind, stage) or self.launch(kind, stage, spec, log_path)
+        handle = self.live(kind, stage) or self.launch(kind, stage, spec, log_path, validated)
         return self.wait(handle)
 
     # -- metrics and checkpoints --------------------------------------------------------------
@@ -142,6 +205,10 @@ class RunJournal:
     def checkpoints(self, stage: int | None = None) -> list[dict[str, Any]]:
         return [{"stage": c.stage, "step": c.step, "weights": c.weights_path, "state": c.state_path}
                 for c in self.store.checkpoints(self.run_id, stage)]
+
+    def forget_stage(self, stage: int) -> None:
+        """Drop a stage's step metrics and checkpoint records: it trains again from step 0."""
+        self.store.forget_stage(self.run_id, stage)
 
     def event(self, message: str, level: str = "info") -> None:
         self.store.record_event(self.run_id, message, phase=self.phase, level=level)

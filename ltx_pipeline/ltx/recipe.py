@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket
+from ltx_pipeline.ltx.launch_plan import LaunchShape
 from ltx_pipeline.ltx.modes import LOW_VRAM_T2V_CONFIG, Mode
 from ltx_pipeline.ltx.tiers import Tier
 
@@ -68,28 +69,34 @@ class Recipe:
         return asdict(self)
 
 
-def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, training_mode: str, strategy: str,
-                 stages: list[tuple[Bucket, ...]], buckets_given: bool, rank: int | None, steps: int | None,
-                 learning_rate: float | None, effective_batch: int, checkpoint_interval: int | None = None,
-                 validation_interval: int | None = None) -> Recipe:
-    """Derive the recipe; see the module docstring for the rules applied."""
+def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, launch: LaunchShape, training_mode: str,
+                 strategy: str, stages: list[tuple[Bucket, ...]], buckets_given: bool, rank: int | None,
+                 steps: int | None, learning_rate: float | None, effective_batch: int,
+                 checkpoint_interval: int | None = None, validation_interval: int | None = None,
+                 gpu_names: tuple[str, ...] = ()) -> Recipe:
+    """Derive the recipe; see the module docstring for the rules applied.
+
+    ``gpu_count`` is the hardware (for the full fine-tune and mixed-GPU warnings); ``launch`` is the
+    launch that will be made (``ltx.launch_plan``): the effective batch is split over its processes.
+    """
     assumptions: list[str] = []
     warnings: list[str] = []
     anchor = _LOW_VRAM if tier.base == "low_vram" else _STANDARD
     template = LOW_VRAM_T2V_CONFIG if mode.name == "t2v" and tier.base == "low_vram" else mode.config
     knobs: dict[str, Any] = {k: v for k, v in anchor.items() if k != "rank"}
     knobs.update(enable_gradient_checkpointing=True, mixed_precision_mode="bf16")
+    if training_mode == "full":
+        knobs.update(quantization=None, offload_optimizer_during_validation=True)
     assumptions.append(f"{tier.name}: starting from the {_base_words(tier.base)} knobs "
                        f"(optimizer {knobs['optimizer_type']}, quantization {knobs['quantization'] or 'none'}, "
                        "gradient checkpointing on, bf16); autotune measures alternatives")
-
     if rank is None:
         rank = anchor["rank"]
-        assumptions.append(f"LoRA rank {rank} (the {_base_words(tier.base)} config's); alpha = rank")
+        if training_mode == "lora":
+            assumptions.append(f"LoRA rank {rank} (the {_base_words(tier.base)} config's); alpha = rank")
     if training_mode == "full":
-        knobs.update(quantization=None, offload_optimizer_during_validation=True)
-        assumptions.append("full fine-tune: quantization off (the trainer rejects it in full mode) and "
-                           "optimizer offload during validation on")
+        assumptions.append("full fine-tune: quantization off (the trainer rejects it in full mode), the "
+                           "transformer in fp32 (facts §6), optimizer offload during validation on")
         if gpu_count < 2 or tier.base != "standard":
             warnings.append("The trainer documents full fine-tuning as needing several 80GB+ GPUs with FSDP "
                             f"(training-modes.md); this machine has {gpu_count} GPU(s) on the {tier.name}. "
@@ -98,7 +105,10 @@ def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, training_mode: str, 
         steps = mode.steps
         assumptions.append(f"{steps} optimizer steps (the {mode.config} default)")
     base_lr = learning_rate if learning_rate is not None else mode.learning_rate
-    if learning_rate is None:
+    if learning_rate is None and training_mode == "full":
+        assumptions.append(f"learning rate {base_lr:g}, taken from {mode.config}, a LoRA template: no full "
+                           "fine-tune template ships for this mode; pass --learning-rate to choose your own")
+    elif learning_rate is None:
         assumptions.append(f"learning rate {base_lr:g} (the {mode.config} default)")
 
     built_stages = _stages(strategy, stages, base_lr, learning_rate is not None, assumptions)
@@ -107,17 +117,18 @@ def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, training_mode: str, 
                            + f" (the {strategy} default)")
     multi_bucket = any(len(s.buckets) > 1 for s in built_stages)
 
-    per_gpu, processes_note = _per_gpu_batch(effective_batch, gpu_count, warnings)
+    per_gpu, processes_note = _per_gpu_batch(effective_batch, launch.processes, warnings)
+    if len(set(gpu_names)) > 1:
+        warnings.append("The GPUs are different models (" + ", ".join(sorted(set(gpu_names))) + "): "
+                        f"{'DDP' if training_mode == 'lora' else 'FSDP'} runs every process in step, so each "
+                        "step waits for the slowest card, and every process must fit the smallest card's memory "
+                        "(the plan's tier is the smallest). Set CUDA_VISIBLE_DEVICES to train on identical cards.")
     knobs.update(batch_size=1, gradient_accumulation_steps=per_gpu)
     if processes_note:
         assumptions.append(processes_note)
     if multi_bucket:
         assumptions.append("batch_size 1: the trainer cannot batch clips of different bucket shapes")
 
-    launch = "single process (python scripts/train.py)"
-    if gpu_count > 1:
-        launch = (f"accelerate launch, {gpu_count} processes, "
-                  + ("FSDP (configs/accelerate/fsdp.yaml)" if training_mode == "full" else "DDP"))
     largest = max((b for s in stages for b in s), key=lambda b: b.tokens)
     validation_every = validation_interval or VALIDATION_INTERVAL
     checkpoint_every = checkpoint_interval or CHECKPOINT_INTERVAL
@@ -130,8 +141,8 @@ def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, training_mode: str, 
     assumptions.append("seed 42, W&B as the probe found it, outputs under the run folder")
     return Recipe(mode=mode.name, template=template, tier_name=tier.name, base=tier.base,
                   training_mode=training_mode, strategy=strategy, stages=tuple(built_stages), knobs=knobs,
-                  rank=rank, alpha=rank, steps=steps, effective_batch=per_gpu * max(gpu_count, 1),
-                  num_processes=max(gpu_count, 1), launch=launch, validation_dims=str(largest),
+                  rank=rank, alpha=rank, steps=steps, effective_batch=per_gpu * launch.processes,
+                  num_processes=launch.processes, launch=launch.words(), validation_dims=str(largest),
                   checkpoint_interval=checkpoint_every, keep_last_n=-1,
                   validation_interval=validation_every, assumptions=tuple(assumptions),
                   warnings=tuple(warnings))
@@ -160,12 +171,12 @@ def _per_gpu_batch(effective: int, gpus: int, warnings: list[str]) -> tuple[int,
     gpus = max(gpus, 1)
     if effective % gpus == 0:
         per_gpu = effective // gpus
-        note = (f"effective batch {effective} = batch 1 x accumulation {per_gpu} x {gpus} GPUs"
+        note = (f"effective batch {effective} = batch 1 x accumulation {per_gpu} x {gpus} processes"
                 if gpus > 1 else None)
         return per_gpu, note
     per_gpu = max(1, round(effective / gpus))
-    warnings.append(f"Effective batch {effective} cannot be split evenly over {gpus} GPUs; the plan uses "
-                    f"{per_gpu * gpus} (batch 1 x accumulation {per_gpu} x {gpus} GPUs). "
+    warnings.append(f"Effective batch {effective} cannot be split evenly over {gpus} processes; the plan uses "
+                    f"{per_gpu * gpus} (batch 1 x accumulation {per_gpu} x {gpus} processes). "
                     f"Pass --effective-batch {per_gpu * gpus} to accept, or choose a multiple of {gpus}.")
     return per_gpu, None
 

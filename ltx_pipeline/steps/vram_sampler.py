@@ -7,6 +7,11 @@ The trainer's own figure is an nvidia-smi snapshot every 200 steps (facts 4.4) a
 so autotune takes the higher of the two. Peaks are kept per label: the phase switches the label
 from ``"validation"`` (load and the step-0 validation, which run before the first step) to
 ``"training"`` when the trainer reports the validation finished.
+
+A reading at or below ``IDLE_MIB`` is an idle card, not a measurement: no process that trains on
+a card reads that low (a CUDA context alone takes a few hundred MiB), while an idle card, or a fake
+one, reads 0-a few MiB. Such samples are counted (``idle_samples``) but never become a peak, so a
+label with only idle readings has no peak (``None``: "not measured"), never 0.0 GB.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from collections.abc import Callable, Sequence
 
 import psutil
 
-__all__ = ["NVIDIA_SMI_ENV", "ResourceSampler", "nvidia_smi_reader", "nvml_reader", "process_tree_rss"]
+__all__ = ["IDLE_MIB", "NVIDIA_SMI_ENV", "ResourceSampler", "gpu_reader", "nvidia_smi_reader", "nvml_reader",
+           "process_tree_rss"]
 
 NVIDIA_SMI_ENV = "LTX_PIPELINE_NVIDIA_SMI"
+IDLE_MIB = 32.0  # readings at or below this are an idle (or fake) card, not a trial's memory
 MemoryReader = Callable[[], dict[int, float]]  # GPU index -> MiB in use
 
 
@@ -69,6 +76,14 @@ def nvml_reader(indices: Sequence[int]) -> MemoryReader | None:
     return read
 
 
+def gpu_reader(indices: Sequence[int], nvidia_smi: str | None = None) -> tuple[MemoryReader, str]:
+    """The best reader for these GPUs and its name: NVML when ``pynvml`` starts, else nvidia-smi."""
+    nvml = nvml_reader(indices)
+    if nvml is not None:
+        return nvml, "nvml"
+    return nvidia_smi_reader(nvidia_smi, indices), "nvidia-smi"
+
+
 def process_tree_rss(pid: int) -> int:
     """Resident bytes of ``pid`` and all its descendants (0 when it is gone)."""
     try:
@@ -92,17 +107,20 @@ class ResourceSampler:
         gpu_reader: returns MiB in use per GPU index; None samples no GPU (reference/simulated).
         pid: the process tree to measure host memory of (set later with ``watch``).
         interval_s: seconds between samples (0.25 s: four samples a second).
+        reader_name: how ``gpu_reader`` reads ("nvml" or "nvidia-smi"), for ``source``.
     """
 
     def __init__(self, gpu_reader: MemoryReader | None = None, pid: int | None = None,
-                 interval_s: float = 0.25) -> None:
+                 interval_s: float = 0.25, reader_name: str | None = None) -> None:
         self.gpu_reader = gpu_reader
         self.pid = pid
         self.interval_s = interval_s
+        self.reader_name = reader_name
         self.label = "validation"
         self.gpu_peaks_mib: dict[str, float] = {}
         self.host_peak_bytes = 0
         self.samples = 0
+        self.idle_samples: dict[str, int] = {}  # per label: GPU readings at or below IDLE_MIB (not measurements)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -127,16 +145,36 @@ class ResourceSampler:
         rss = process_tree_rss(self.pid) if self.pid else 0
         with self._lock:
             self.samples += 1
-            if used:
-                peak = max(used.values())
+            peak = max(used.values()) if used else None
+            if peak is not None and peak <= IDLE_MIB:
+                self.idle_samples[self.label] = self.idle_samples.get(self.label, 0) + 1
+            elif peak is not None:
                 self.gpu_peaks_mib[self.label] = max(self.gpu_peaks_mib.get(self.label, 0.0), peak)
             self.host_peak_bytes = max(self.host_peak_bytes, rss)
 
+    @property
+    def source(self) -> str:
+        """Where this sampler's GPU figures come from, as the reports name it."""
+        return f"vram sampler ({self.reader_name})" if self.reader_name else "vram sampler"
+
     def peak_gb(self, label: str) -> float | None:
-        """Peak GPU memory seen under ``label``, in the trainer's GB (MiB / 1024); None if never sampled."""
+        """Peak GPU memory seen under ``label``, in the trainer's GB (MiB / 1024).
+
+        None when no reading above ``IDLE_MIB`` was taken under it: not measured (never 0.0).
+        """
         with self._lock:
             mib = self.gpu_peaks_mib.get(label)
         return None if mib is None else mib / 1024
+
+    def missing(self, label: str) -> str:
+        """Why ``label`` has no peak, in words (for a trial's reason)."""
+        if self.gpu_reader is None:
+            return "no GPU memory reader"
+        with self._lock:
+            idle = self.idle_samples.get(label, 0)
+        if idle:
+            return f"the {self.source} read only an idle card (at most {IDLE_MIB:g} MiB, {idle} sample(s))"
+        return f"the {self.source} got no reading"
 
     def start(self) -> ResourceSampler:
         self._stop.clear()

@@ -104,6 +104,8 @@ class Process(SQLModel, table=True):
 
     Liveness is ``pid`` plus the process's own start time (``create_time``), so a reused pid is
     never mistaken for our trainer. ``log_offset`` is how far the monitor has parsed its log.
+    ``config_sha256`` is the digest of the trainer config as validated right before the launch: the
+    config a trainer ran with is always one that passed validation.
     """
 
     __tablename__ = "processes"
@@ -127,6 +129,7 @@ class Process(SQLModel, table=True):
     stopped_by_user: bool = Field(default=False)
     started_at: datetime = Field(default_factory=utcnow)
     ended_at: datetime | None = None
+    config_sha256: str | None = None
 
 
 class Metric(SQLModel, table=True):

@@ -243,6 +243,14 @@ class Store:
                              state_path=state_path))
             return True
 
+    def forget_stage(self, run_id: int, stage: int) -> None:
+        """Delete one stage's metrics and checkpoint records in one transaction (a deliberate restart)."""
+        with self._session() as s:
+            for row in s.exec(select(Metric).where(Metric.run_id == run_id, Metric.stage == stage)):
+                s.delete(row)
+            for ckpt in s.exec(select(Checkpoint).where(Checkpoint.run_id == run_id, Checkpoint.stage == stage)):
+                s.delete(ckpt)
+
     def checkpoints(self, run_id: int, stage: int | None = None) -> list[Checkpoint]:
         with self._session() as s:
             query = select(Checkpoint).where(Checkpoint.run_id == run_id)

@@ -72,3 +72,63 @@ def test_command_prints_and_never_runs(config, tmp_path, capsys, mode, preset) -
     assert record["argv"][-2:] == [str(config.resolve()), "--disable-progress-bars"]
     assert (preset in " ".join(record["argv"])) if preset else "python" in record["argv"]
     assert main(["command", str(config), "--distributed", "nope", "--trainer-root", str(root)]) == 2
+
+
+MIRROR = "the built-in schema mirror (ltx-trainer 1.2.0)"
+
+
+def test_validate_names_the_mirror_in_text_and_json(config, capsys) -> None:
+    assert main(["validate", str(config)]) == 0
+    assert capsys.readouterr().out.strip() == f"{config}: valid (validated by {MIRROR})"
+    edit(config, "optimization", learnin_rate=1)
+    assert main(["validate", str(config)]) == 2
+    assert f"validated by: {MIRROR}" in capsys.readouterr().out.splitlines()
+    assert main(["validate", str(config), "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["validator"] == MIRROR
+
+
+def test_validate_with_a_synced_checkout_runs_the_trainers_own_validator(config, ltx_prereqs, capsys) -> None:
+    root = Path(ltx_prereqs["trainer_root"]).resolve()
+    assert main(["validate", str(config), "--trainer-root", str(root), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is True
+    assert report["validator"] == f"the trainer's own LtxTrainerConfig at {root} (commit unknown)"
+    assert main(["validate", str(config), "--trainer-root", str(root)]) == 0
+    assert "(validated by the trainer's own LtxTrainerConfig at" in capsys.readouterr().out
+    # placeholders are the mirror's, and the result says so
+    assert main(["validate", str(config), "--trainer-root", str(root), "--relaxed-paths"]) == 0
+    assert f"(placeholders allowed; validated by {MIRROR})" in capsys.readouterr().out
+
+
+def test_validate_refuses_an_unsynced_checkout_rather_than_asking_the_mirror(config, ltx_prereqs, capsys) -> None:
+    root = Path(ltx_prereqs["trainer_root"])
+    (root / "uv.lock").unlink()
+    assert main(["validate", str(config), "--trainer-root", str(root), "--json"]) == 2
+    report = json.loads(capsys.readouterr().out)
+    assert report["validator"].startswith("the trainer's own LtxTrainerConfig at ")
+    assert len(report["errors"]) == 1 and report["errors"][0].startswith("trainer checkout: ")
+    assert "not synced (no uv.lock)" in report["errors"][0] and "uv sync" in report["errors"][0]
+
+
+def test_validate_fails_when_the_checkouts_trainer_does_not_import(config, ltx_prereqs, capsys) -> None:
+    root = Path(ltx_prereqs["trainer_root"])
+    for name in ("__init__.py", "config.py"):
+        (root / "packages/ltx-trainer/src/ltx_trainer" / name).unlink()
+    (root / "packages/ltx-trainer/src/ltx_trainer").rmdir()
+    assert main(["validate", str(config), "--trainer-root", str(root)]) == 2
+    out = capsys.readouterr().out
+    assert "error: trainer checkout: the trainer does not import" in out
+    assert "ModuleNotFoundError: No module named 'ltx_trainer'" in out
+    assert "validated by: the trainer's own LtxTrainerConfig at" in out
+
+
+@pytest.mark.parametrize("make", [None, "empty"])
+def test_command_refuses_a_checkout_that_is_not_there(config, tmp_path, capsys, make) -> None:
+    root = tmp_path / "LTX-2" if make else Path("/nonexistent")
+    if make:
+        root.mkdir()  # a folder, but not an LTX-2 checkout
+    assert main(["command", str(config), "--trainer-root", str(root)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and f"No LTX-2 trainer checkout at {root}" in lines[0] and "Fix:" in lines[0]

@@ -151,3 +151,16 @@ def test_dropped_clips_are_named(run_cli, workspace, clips_dataset) -> None:
     code, out, err = run_cli(clips_dataset)
     assert code == 0, err
     assert "videos/clip2" in err  # the dropped clip is named as a warning
+
+
+def test_plan_names_the_model_files_and_the_validator(run_cli, workspace, clips_dataset, ltx_prereqs) -> None:
+    """Issue 19, cases 3 and 6: plan.md names the files it will use; validate says who validated."""
+    code, out, err = run_cli(clips_dataset)
+    assert code == 0, err
+    plan = (workspace / "r1" / "plan.md").read_text()
+    assert f"- LTX checkpoint: `{ltx_prereqs['model_path']}`" in plan
+    assert f"- Gemma text encoder: `{ltx_prereqs['text_encoder_path']}`" in plan
+    validate = phase_outputs(workspace, "validate")
+    root = Path(ltx_prereqs["trainer_root"]).resolve()
+    assert validate.outputs["stages"][0]["validator"].startswith(f"the trainer's own LtxTrainerConfig at {root}")
+    assert "validated by the trainer's own LtxTrainerConfig" in validate.summary

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -100,6 +101,13 @@ def train_in_process(config: Path, capsys: pytest.CaptureFixture, env: dict | No
     from ltx_pipeline.reference_trainer.__main__ import main
 
     capsys.readouterr()
+    # Other tests in this worker may have run code that reconfigures logging (a dictConfig disables
+    # existing loggers; a rank-1 set-up lowers the level): set the trainer's logger up afresh, as a new
+    # trainer process would.
+    trainer_logger = logging.getLogger("ltxv_trainer")
+    trainer_logger.disabled = False
+    trainer_logger._reference_configured = False  # type: ignore[attr-defined]
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
     for key, value in {"LTX_REFERENCE_DEVICE": "cpu", "LTX_REFERENCE_LOG_EVERY": "1", **(env or {})}.items():
         monkeypatch.setenv(key, value)
     code = main([str(config), "--disable-progress-bars"])

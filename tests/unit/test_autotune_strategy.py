@@ -13,6 +13,7 @@ from ltx_pipeline.backends.surface import CostSurface, load_surface
 from ltx_pipeline.ltx.autotune import (
     SweepPlanner,
     TrialResult,
+    batch_candidates,
     deltas,
     distance,
     exhaustive_optimum,
@@ -71,11 +72,21 @@ def test_standard_space_varies_checkpointing_and_batch_only():
 
 
 @pytest.mark.parametrize(("e", "batches"),
-                         [(1, {1}), (2, {1, 2}), (3, {1}), (4, {1, 2, 4}), (6, {1, 2}), (8, {1, 2, 4})])
+                         [(1, {1}), (2, {1, 2}), (3, {1, 3}), (4, {1, 2, 4}), (6, {1, 2, 3, 6}), (8, {1, 2, 4, 8})])
 def test_batch_size_only_when_it_divides_the_effective_batch(e, batches):
+    """Issue 19, case 5: every divisor of E is a candidate (3 and 6 for E = 6), never a fixed list."""
     space = search_space("low_vram", e, False, LOW)
     assert {k["batch_size"] for k in space} == batches
     assert all(k["batch_size"] * k["gradient_accumulation_steps"] == e for k in space)
+
+
+@pytest.mark.parametrize(("e", "max_batch", "batches"), [(8, 1, {1}), (8, 3, {1, 2}), (6, 3, {1, 2, 3}),
+                                                         (6, 100, {1, 2, 3, 6}), (4, None, {1, 2, 4})])
+def test_batch_sizes_stay_within_what_the_dataset_feeds_each_process(e, max_batch, batches):
+    """Issue 19, case 1: 6 samples over 4 processes feed batch 1 only; batch 2 would give zero batches."""
+    assert set(batch_candidates(e, multi_bucket=False, max_batch=max_batch)) == batches
+    space = search_space("standard", e, False, STD, max_batch=max_batch)
+    assert {k["batch_size"] for k in space} == batches
 
 
 def test_multi_bucket_plans_keep_batch_one():

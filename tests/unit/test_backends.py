@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ltx_pipeline.backends import make_backend
+from ltx_pipeline.backends import MIRROR_VALIDATOR, MIRRORED_TRAINER_VERSION, make_backend
 from ltx_pipeline.backends.base import LaunchSpec, is_secret_name, redact_env
 from ltx_pipeline.backends.ltx import LtxBackend
 from ltx_pipeline.backends.reference import ReferenceBackend
+from ltx_pipeline.backends.simulated import SimulatedBackend
 from ltx_pipeline.errors import BadInput, BadRequest
 from tests.conftest import FAKE_UV, make_tree
 
@@ -111,30 +112,100 @@ def test_make_backend_checks_its_inputs(tmp_path: Path) -> None:
         make_backend("simulated", surface=str(surface))
 
 
-def test_ltx_validate_runs_the_trainers_own_validator_when_synced(checkout: Path, tmp_path: Path) -> None:
-    make_tree(checkout, {"uv.lock": "", ".venv/": None,
-                         f"{TRAINER}/src/ltx_trainer/__init__.py": "",
-                         f"{TRAINER}/src/ltx_trainer/config.py":
-                             "from ltx_pipeline.ltx.trainer_config import LtxTrainerConfig  # noqa: F401\n"})
+SHA = "0123456789abcdef0123456789abcdef01234567"
+BAD_CONFIG = "model: {{model_path: /nope.safetensors}}\noptimization: {{learnin_rate: 1}}\n" \
+             "data: {{preprocessed_data_root: {root}}}\n"
+
+
+def sync(checkout: Path, tmp_path: Path, *, trainer: bool = True) -> str:
+    """`uv sync` as far as the backend can tell, and a fake `uv`; with ``trainer`` the mirror plays it."""
+    make_tree(checkout, {"uv.lock": "", ".venv/": None})
+    if trainer:
+        make_tree(checkout, {f"{TRAINER}/src/ltx_trainer/__init__.py": "",
+                             f"{TRAINER}/src/ltx_trainer/config.py":
+                                 "from ltx_pipeline.ltx.trainer_config import LtxTrainerConfig  # noqa: F401\n"})
     uv = tmp_path / "uv"
     uv.write_text(FAKE_UV)
     uv.chmod(0o755)
+    return str(uv)
+
+
+def bad_config(tmp_path: Path) -> Path:
     config = tmp_path / "config.yaml"
-    config.write_text("model: {model_path: /nope.safetensors}\noptimization: {learnin_rate: 1}\n"
-                      f"data: {{preprocessed_data_root: {tmp_path}}}\n")
-    backend = LtxBackend(checkout, uv=str(uv))
+    config.write_text(BAD_CONFIG.format(root=tmp_path))
+    return config
+
+
+def test_ltx_validate_runs_the_trainers_own_validator_when_synced(checkout: Path, tmp_path: Path) -> None:
+    make_tree(checkout, {".git/HEAD": "ref: refs/heads/main\n", ".git/refs/heads/main": SHA + "\n"})
+    backend = LtxBackend(checkout, uv=sync(checkout, tmp_path))
+    config = bad_config(tmp_path)
     assert backend.synced
     findings = {(f.path, f.code) for f in backend.validate(config)}
     assert ("optimization.learnin_rate", "extra_forbidden") in findings
     assert any(code == "value_error" and path == "model.model_path" for path, code in findings)
+    assert backend.validator() == f"the trainer's own LtxTrainerConfig at {checkout.resolve()} (commit {SHA[:12]})"
     # relaxed validation (placeholders) never asks the trainer, which checks that paths exist
     relaxed = {(f.path, f.code) for f in backend.validate(config, relaxed_paths=True)}
     assert ("optimization.learnin_rate", "extra_forbidden") in relaxed
     assert not any(path == "model.model_path" for path, _ in relaxed)
+    assert backend.validator(relaxed_paths=True) == MIRROR_VALIDATOR
 
 
-def test_ltx_validate_falls_back_to_the_mirror_when_not_synced(checkout: Path, tmp_path: Path) -> None:
+def test_the_mirror_names_the_trainer_version_it_mirrors(tmp_path: Path) -> None:
+    assert MIRRORED_TRAINER_VERSION == "1.2.0"
+    assert MIRROR_VALIDATOR == "the built-in schema mirror (ltx-trainer 1.2.0)"
+    surface = tmp_path / "s.yaml"
+    surface.write_text("gpu: {name: X, memory_mib: 1000, count: 1}\n"
+                       "points: [{knobs: {quantization: null, optimizer_type: adamw, batch_size: 1, "
+                       "enable_gradient_checkpointing: true}, step_time_s: 1.0, peak_vram_gb: 0.5}]\n")
+    for backend in (ReferenceBackend(), SimulatedBackend(surface)):
+        assert backend.validator() == backend.validator(relaxed_paths=True) == MIRROR_VALIDATOR
+
+
+def test_ltx_without_a_checkout_validates_with_the_mirror_and_says_so(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text("model: {model_path: /nope.safetensors}\ndata: {preprocessed_data_root: /nope}\nseed: x\n")
-    findings = {f.path for f in LtxBackend(checkout, uv="definitely-not-uv").validate(config)}
-    assert {"model.model_path", "data.preprocessed_data_root", "seed"} <= findings
+    backend = LtxBackend(None)
+    assert {"model.model_path", "data.preprocessed_data_root", "seed"} <= {f.path for f in backend.validate(config)}
+    assert backend.validator() == MIRROR_VALIDATOR
+
+
+def test_ltx_strict_validation_of_an_unsynced_checkout_fails_instead_of_asking_the_mirror(checkout: Path,
+                                                                                          tmp_path: Path) -> None:
+    backend = LtxBackend(checkout, uv=sync(checkout, tmp_path))
+    (checkout / ".venv").rmdir()
+    findings = backend.validate(bad_config(tmp_path))
+    assert [(f.path, f.code) for f in findings] == [("trainer checkout", "trainer_not_synced")]
+    assert "no .venv" in findings[0].message and f"run `uv sync` at {checkout.resolve()}" in findings[0].message
+    assert not backend.synced
+    assert backend.validator().startswith(f"the trainer's own LtxTrainerConfig at {checkout.resolve()} (commit ")
+    assert "unknown" in backend.validator()  # not a git checkout
+    # placeholders are still the mirror's to check
+    assert {f.code for f in backend.validate(bad_config(tmp_path), relaxed_paths=True)} == {"extra_forbidden"}
+
+
+def test_ltx_a_synced_checkout_whose_trainer_does_not_import_fails_validation(checkout: Path,
+                                                                              tmp_path: Path) -> None:
+    backend = LtxBackend(checkout, uv=sync(checkout, tmp_path, trainer=False))  # no src/ltx_trainer
+    findings = backend.validate(bad_config(tmp_path))
+    assert [(f.path, f.code) for f in findings] == [("trainer checkout", "trainer_import_failed")]
+    assert "ModuleNotFoundError: No module named 'ltx_trainer'" in findings[0].message
+
+
+def test_ltx_strict_validation_needs_the_checkout_and_uv(checkout: Path, tmp_path: Path) -> None:
+    config = bad_config(tmp_path)
+    missing = LtxBackend(tmp_path / "nowhere").validate(config)
+    assert [(f.path, f.code) for f in missing] == [("trainer checkout", "trainer_checkout_missing")]
+    sync(checkout, tmp_path)
+    no_uv = LtxBackend(checkout, uv="definitely-not-uv").validate(config)
+    assert [(f.path, f.code) for f in no_uv] == [("trainer checkout", "uv_not_found")]
+
+
+def test_ltx_commands_refuse_a_checkout_that_is_not_there(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="folder does not exist"):
+        LtxBackend(tmp_path / "nowhere").train_command(tmp_path / "c.yaml")
+    (tmp_path / "not-ltx").mkdir()
+    with pytest.raises(BadInput, match="no packages/ltx-trainer"):
+        LtxBackend(tmp_path / "not-ltx").preprocess_command(tmp_path / "d.json", "960x544x49", tmp_path / "out",
+                                                            model_path="m", text_encoder_path="t")

@@ -31,6 +31,7 @@ from ltx_pipeline.ltx.config_patch import (
     patches_for_stage,
     render_diff,
 )
+from ltx_pipeline.ltx.launch_plan import launch_shape
 from ltx_pipeline.ltx.modes import LOW_VRAM_T2V_CONFIG, MODES, get_mode
 from ltx_pipeline.ltx.recipe import build_recipe
 from ltx_pipeline.ltx.tiers import TIER_32, TIER_40_60, TIER_80, Tier
@@ -50,7 +51,8 @@ def _template(name: str) -> str:
 def _recipe(mode: str, tier: Tier = TIER_80, *, strategy: str = "single", buckets: str = "960x544x49",
             training_mode: str = "lora", gpus: int = 1) -> dict[str, Any]:
     stages = [(b,) for b, _ in CHAINED_DEFAULT] if strategy == "chain" else [parse_buckets(buckets)]
-    return build_recipe(mode=get_mode(mode), tier=tier, gpu_count=gpus, training_mode=training_mode,
+    launch = launch_shape(backend="ltx", gpu_count=gpus, requested=None, training_mode=training_mode)
+    return build_recipe(mode=get_mode(mode), tier=tier, gpu_count=gpus, launch=launch, training_mode=training_mode,
                         strategy=strategy, stages=stages, buckets_given=strategy != "chain", rank=None, steps=None,
                         learning_rate=None, effective_batch=1).to_dict()
 
@@ -484,3 +486,15 @@ def test_patching_leaves_ruamel_defaults_alone_for_other_users() -> None:
     stream = io.StringIO()
     YAML().dump({"a": None}, stream)
     assert stream.getvalue() == "a:\n"  # ruamel's own rendering, not this module's `null`
+
+
+def test_a_comment_about_the_replaced_value_goes_with_it_and_others_stay() -> None:
+    """Issue 19: `quantization: null  # int8 weights for the frozen base` would contradict itself."""
+    text = ('acceleration:\n  quantization: "int8-quanto"  # int8 weights for the frozen base\n'
+            '  # about the next key\n  load_text_encoder_in_8bit: true  # keep me\noptimization:\n'
+            '  steps: 2000  # optimizer steps\n')
+    out, _ = apply_patches(text, [Patch("acceleration.quantization", None, "full fine-tune"),
+                                  Patch("optimization.steps", 3000, "plan")])
+    assert "  quantization: null\n  # about the next key\n" in out
+    assert "int8 weights" not in out
+    assert "steps: 3000  # optimizer steps" in out and "# keep me" in out

@@ -8,7 +8,14 @@ package imports those modules.
 """
 
 from ltx_pipeline.ltx.autotune._baselines import exhaustive_optimum, simulate_sweep, skill_greedy, trial_cost
-from ltx_pipeline.ltx.autotune._space import SPACE_KEYS, Knobs, distance, needs_no_more_memory, search_space
+from ltx_pipeline.ltx.autotune._space import (
+    SPACE_KEYS,
+    Knobs,
+    batch_candidates,
+    distance,
+    needs_no_more_memory,
+    search_space,
+)
 from ltx_pipeline.ltx.autotune._strategy import Pruned, SweepPlanner, TrialResult, deltas, format_knobs
 
 __all__ = [
@@ -17,6 +24,7 @@ __all__ = [
     "Pruned",
     "SweepPlanner",
     "TrialResult",
+    "batch_candidates",
     "deltas",
     "distance",
     "exhaustive_optimum",

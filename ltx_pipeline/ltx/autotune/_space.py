@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["BATCH_SIZES", "KNOB_KEYS", "SPACE_KEYS", "Knobs", "batch_steps", "distance", "knob_steps",
+__all__ = ["KNOB_KEYS", "SPACE_KEYS", "Knobs", "batch_candidates", "batch_steps", "distance", "knob_steps",
            "needs_no_more_memory", "normalize", "search_space"]
 
 Knobs = dict[str, Any]
@@ -24,7 +24,6 @@ Knobs = dict[str, Any]
 # The four knobs the sweep varies (the cost surface's KNOB_NAMES) and the derived accumulation.
 KNOB_KEYS = ("quantization", "optimizer_type", "batch_size", "enable_gradient_checkpointing")
 SPACE_KEYS = (*KNOB_KEYS, "gradient_accumulation_steps")
-BATCH_SIZES = (1, 2, 4)
 _QUANTIZATIONS = ("int8-quanto", None)
 _OPTIMIZERS = ("adamw8bit", "adamw")
 _OPTIMIZER_RANK = {"adamw8bit": 0, "adamw": 1}  # 8-bit states take a quarter of fp32 AdamW's
@@ -50,15 +49,30 @@ def normalize(knobs: Knobs, per_gpu_effective_batch: int) -> Knobs:
     return out
 
 
-def search_space(base: str, per_gpu_effective_batch: int, multi_bucket: bool, baseline: Knobs) -> list[Knobs]:
+def batch_candidates(per_gpu_effective_batch: int, *, multi_bucket: bool, max_batch: int | None = None) -> list[int]:
+    """The batch sizes a run can use: divisors of the per-GPU effective batch E the data can fill.
+
+    A batch b must divide E (accumulation E / b keeps the effective batch), be 1 for a multi-bucket
+    plan (the trainer cannot batch different shapes), and be at most ``max_batch``, the batch the
+    dataset can feed every process (samples // processes: with ``drop_last`` a larger batch gives
+    every epoch zero batches). Batch 1 is always a candidate: it is the baseline's.
+    """
+    if multi_bucket:
+        return [1]
+    limit = per_gpu_effective_batch if max_batch is None else max(1, min(max_batch, per_gpu_effective_batch))
+    return [b for b in range(1, limit + 1) if per_gpu_effective_batch % b == 0]
+
+
+def search_space(base: str, per_gpu_effective_batch: int, multi_bucket: bool, baseline: Knobs,
+                 max_batch: int | None = None) -> list[Knobs]:
     """Every configuration the sweep may try, the baseline first.
 
     Tiers (issue 5, seed 000): base ``low_vram`` (32GB and 40–60GB tiers) varies quantization
     {int8-quanto, None}, optimizer {adamw8bit, adamw} and batch size, checkpointing staying as the
     baseline has it (on); base ``standard`` (80GB+) varies checkpointing {on, off} and batch size,
-    quantization and optimizer staying the baseline's. A batch size b is allowed only if it divides
-    the per-GPU effective batch E (accumulation E / b, so the recipe's effective batch never
-    changes), and only b = 1 for a multi-bucket plan (the trainer cannot batch different shapes).
+    quantization and optimizer staying the baseline's. Batch sizes are ``batch_candidates``: the
+    divisors of the per-GPU effective batch E that the dataset can fill (so the recipe's effective
+    batch never changes and no trial or launch has zero batches).
 
     The rest is ordered by distance from the baseline (fewest changed knobs first), which is the
     tie-break order the planner uses.
@@ -68,12 +82,13 @@ def search_space(base: str, per_gpu_effective_batch: int, multi_bucket: bool, ba
         per_gpu_effective_batch: E = batch_size x gradient_accumulation_steps per GPU in the plan.
         multi_bucket: whether any stage trains on more than one resolution bucket.
         baseline: the recipe's knobs (extra keys are ignored).
+        max_batch: the largest batch the dataset can feed each training process (None: no limit known).
 
     Raises:
         ValueError: unknown base, E below 1 or a baseline without the four knobs.
     """
     start = normalize(baseline, per_gpu_effective_batch)
-    batches = [b for b in BATCH_SIZES if per_gpu_effective_batch % b == 0 and (b == 1 or not multi_bucket)]
+    batches = batch_candidates(per_gpu_effective_batch, multi_bucket=multi_bucket, max_batch=max_batch)
     axes: tuple[Sequence[Any], ...]
     if base == "low_vram":
         axes = (_QUANTIZATIONS, _OPTIMIZERS, batches, (start["enable_gradient_checkpointing"],))

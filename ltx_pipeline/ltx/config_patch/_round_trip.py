@@ -112,6 +112,8 @@ class RoundTrip:
             plain[index] = _plain(value)
         elif isinstance(node, CommentedMap):
             if last in node:
+                if isinstance(plain.get(last), _SCALARS) and plain.get(last) != value:
+                    _drop_stale_comment(node, last, plain.get(last))
                 node[last] = styled(value, node[last])
             else:
                 insert(node, last, styled(value, None))
@@ -152,6 +154,28 @@ class RoundTrip:
         stream = io.StringIO()
         self._yaml.dump(self.doc, stream)
         return stream.getvalue()
+
+
+def _drop_stale_comment(node: CommentedMap, key: str, old: Any) -> None:
+    """Drop ``key``'s end-of-line comment when it speaks of the value being replaced.
+
+    ``quantization: "int8-quanto"  # int8 weights for the frozen base`` patched to null must not keep
+    a comment that now contradicts it; a comment about the key (``steps: 2000  # optimizer steps``)
+    stays. Full-line comments after the line belong to later keys and are kept.
+    """
+    item = node.ca.items.get(key)
+    token = item[2] if item and len(item) > 2 else None
+    if token is None or not token.value.lstrip().startswith("#"):
+        return
+    eol, _, rest = token.value.partition("\n")
+    text = str(old).lower()
+    words = {text, text.split("-")[0]} - {"", "true", "false", "none", "null"}
+    if not any(len(w) >= 3 and w in eol.lower() for w in words):
+        return
+    if rest.strip():
+        token.value, token.column = "\n" + rest, 0
+    else:
+        item[2] = None
 
 
 def _guess_indent(doc: CommentedMap) -> tuple[int, int, int]:

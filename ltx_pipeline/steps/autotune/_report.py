@@ -4,68 +4,193 @@ Owns the rendering of a sweep's records (the phase's ``trials`` and ``pruned`` o
 line per trial and pruned config then the winner, a Markdown table of all of them, and a scatter
 of step time against peak VRAM with failures marked and the capacity and headroom lines drawn.
 All files go through ``atomic_write``; matplotlib (Agg) is imported only when the plot is drawn.
+
+Every memory figure is shown with its source (``peak_source``, ``validation_peak_source``: from the
+record when it carries them, else from the ``memory.json`` the trial wrote beside its log). A
+figure nobody measured reads "not measured", never 0.0; a run whose memory was not measured at all
+(the reference backend without ``--reference-memory-scale``) says that its winner was chosen on
+step time only.
 """
 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.ltx.autotune import format_knobs
 from ltx_pipeline.workspace import atomic_write
 
-__all__ = ["render_log", "render_markdown", "trial_line", "write_reports"]
+__all__ = ["format_gb", "memory_of", "render_log", "render_markdown", "trial_line", "write_reports"]
+
+NOT_MEASURED = "not measured"
+MEMORY_FILE = "memory.json"  # written by ``_trial`` beside each trial's log
+_MEMORY_KEYS = ("peak_vram_gb", "peak_source", "validation_peak_vram_gb", "validation_peak_source", "memory_note",
+                "assumed_fit", "host_ram_source")
+_SOURCE_WORDS = {
+    "vram sampler": "the engine's own sampling of the trial's GPU, four times a second (a reading of an idle card, "
+                    "at most 32 MiB, is not a measurement)",
+    "trainer statistic": "the peak in the trainer's end-of-run statistics block (an nvidia-smi snapshot)",
+    "reference trainer accounting": "the reference trainer's own count of live tensor bytes, times the memory "
+                                    "scale (--reference-memory-scale)",
+    "simulated cost surface": "the cost surface's figure for that config (simulated backend)",
+}
 
 
-def _num(value: float | None, fmt: str = "{:.2f}") -> str:
-    return "-" if value is None else fmt.format(value)
+def format_gb(value: float | None, *, missing: str = NOT_MEASURED) -> str:
+    """A memory figure for people: never ``0.0`` for a small measurement, ``missing`` when there is none.
+
+    Zero is not a measurement of anything that ran, so it reads as ``missing`` too.
+    """
+    if value is None or value <= 0:
+        return missing
+    if value >= 1:
+        return f"{value:.1f} GB"
+    if value >= 0.01:
+        return f"{value:.2f} GB"
+    return f"{value * 1024:.1f} MiB"
+
+
+def _num(value: float | None, fmt: str = "{:.2f}", missing: str = "-") -> str:
+    return missing if value is None else fmt.format(value)
+
+
+def memory_of(trial: dict[str, Any]) -> dict[str, Any]:
+    """The trial's memory figures and their sources: the record's own keys, else the trial's ``memory.json``."""
+    if "peak_source" in trial or "validation_peak_source" in trial:
+        return {k: trial.get(k) for k in _MEMORY_KEYS}
+    saved: dict[str, Any] = {}
+    if trial.get("log"):
+        try:
+            saved = json.loads((Path(trial["log"]).parent / MEMORY_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = {}
+    out = {k: saved.get(k) for k in _MEMORY_KEYS}
+    # The record's figures are what the sweep judged; the file only adds where they came from.
+    for key in ("peak_vram_gb", "validation_peak_vram_gb"):
+        out[key] = trial.get(key)
+    return out
+
+
+def _figure(value: float | None, source: str | None) -> str:
+    if value is None:
+        return NOT_MEASURED
+    return f"{format_gb(value)} ({source})" if source else f"{format_gb(value)} (source not recorded)"
+
+
+def _assumed(trial: dict[str, Any]) -> bool:
+    return bool(memory_of(trial).get("assumed_fit")) and trial.get("outcome") == "fit"
+
+
+def _outcome(trial: dict[str, Any]) -> str:
+    return f"{trial['outcome']} (assumed: memory not measured)" if _assumed(trial) else str(trial["outcome"])
 
 
 def trial_line(trial: dict[str, Any]) -> str:
     """One line for a trial record (also used for narration)."""
-    peaks = f"peak {_num(trial.get('peak_vram_gb'), '{:.1f}')} GB train / " \
-            f"{_num(trial.get('validation_peak_vram_gb'), '{:.1f}')} GB validation"
-    step = _num(trial.get("step_time_s"), "{:.2f}s")
+    memory = memory_of(trial)
+    peaks = (f"training peak {_figure(trial.get('peak_vram_gb'), memory.get('peak_source'))}, "
+             f"validation peak {_figure(trial.get('validation_peak_vram_gb'), memory.get('validation_peak_source'))}")
+    step = _num(trial.get("step_time_s"), "{:.2f}s", NOT_MEASURED)
     why = f" ({trial['reason']})" if trial.get("reason") else ""
-    return (f"trial {trial['number']}: {format_knobs(trial['knobs'])} -> {trial['outcome']}; step {step}, {peaks}, "
-            f"host RAM {_num(trial.get('host_ram_gb'), '{:.1f}')} GB, {trial['seconds']:.1f}s{why}")
+    return (f"trial {trial['number']}: {format_knobs(trial['knobs'])} -> {_outcome(trial)}; step {step}, {peaks}, "
+            f"host RAM {format_gb(trial.get('host_ram_gb'))}, {trial['seconds']:.1f}s{why}")
+
+
+def _winner_trial(outputs: dict[str, Any]) -> dict[str, Any] | None:
+    winner = outputs.get("winner")
+    return next((t for t in outputs["trials"] if winner is not None and t["knobs"] == winner and t.get("fits")), None)
+
+
+def _step_time_only(outputs: dict[str, Any]) -> bool:
+    """Whether the winner was judged on step time only (its memory was not measured)."""
+    best = _winner_trial(outputs)
+    return best is not None and _assumed(best)
 
 
 def render_log(outputs: dict[str, Any]) -> str:
     lines = [trial_line(t) for t in outputs["trials"]]
     lines += [f"pruned: {format_knobs(p['knobs'])} ({p['reason']})" for p in outputs["pruned"]]
+    basis = "; chosen on step time only: memory not measured" if _step_time_only(outputs) else ""
     lines.append(f"winner: {format_knobs(outputs['winner'])}; deltas {outputs['deltas'] or 'none (the baseline)'}; "
-                 f"{_num(outputs.get('objective'), '{:.2f}')} s per optimizer step")
+                 f"{_num(outputs.get('objective'), '{:.2f}')} s per optimizer step{basis}")
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: Any) -> str:
+    return str(text or "").replace("|", "/").replace("\n", " ")
 
 
 def render_markdown(outputs: dict[str, Any], *, failure: str | None = None) -> str:
     """The table of every trial and pruned config, the winner, and a baseline failure's fixes."""
     out = io.StringIO()
+    trials = outputs["trials"]
+    assumed = [t for t in trials if _assumed(t)]
     out.write(f"# Autotune\n\nOptuna study `{outputs['study']}` in `{outputs['storage']}` (open it with "
               f"`optuna-dashboard sqlite:///{outputs['storage']}`).\n\n")
+    limit_note = (" (not applied to the trials whose memory was not measured)" if assumed else "")
     out.write(f"Capacity {outputs['capacity_gb']:.1f} GB, headroom {outputs['headroom']:.0%}: a config fits at or "
-              f"below {outputs['limit_gb']:.1f} GB. Objective: seconds per optimizer step at the planned effective "
-              f"batch ({outputs['effective_batch']} per GPU). Loss is not a criterion.\n\n")
+              f"below {outputs['limit_gb']:.1f} GB{limit_note}. Objective: seconds per optimizer step at the planned "
+              f"effective batch ({outputs['effective_batch']} per GPU). Loss is not a criterion.\n\n")
+    if assumed:
+        note = memory_of(assumed[0]).get("memory_note") or "memory not measured"
+        out.write(f"**Memory was not measured** ({note}): no trial's peak was compared with the limit. Every trial "
+                  "that ran cleanly is assumed to fit, and the winner was chosen on step time only.\n\n")
     out.write("| # | quantization | optimizer | batch | accumulation | checkpointing | outcome | step s | "
-              "train GB | validation GB | host GB | seconds | reason |\n")
-    out.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-    rows = [(str(t["number"]), t) for t in outputs["trials"]] + [("pruned", {**p, "outcome": "pruned"})
-                                                                for p in outputs["pruned"]]
-    for label, row in rows:
+              "train GB | train GB source | validation GB | validation GB source | host GB | seconds | reason |\n")
+    out.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    rows = [(str(t["number"]), t, True) for t in trials] + [("pruned", {**p, "outcome": "pruned"}, False)
+                                                           for p in outputs["pruned"]]
+    for label, row, ran in rows:
         k = row["knobs"]
+        memory = memory_of(row) if ran else {}
+        missing = NOT_MEASURED if ran else "-"
+        figures = [_num(row.get("step_time_s"), missing=missing),
+                   format_gb(row.get("peak_vram_gb"), missing=missing),
+                   _cell(memory.get("peak_source") or ("" if row.get("peak_vram_gb") is None else "not recorded")),
+                   format_gb(row.get("validation_peak_vram_gb"), missing=missing),
+                   _cell(memory.get("validation_peak_source")
+                         or ("" if row.get("validation_peak_vram_gb") is None else "not recorded")),
+                   format_gb(row.get("host_ram_gb"), missing=missing), _num(row.get("seconds"), "{:.1f}")]
         out.write(f"| {label} | {k['quantization'] or 'null'} | {k['optimizer_type']} | {k['batch_size']} | "
                   f"{k['gradient_accumulation_steps']} | {'on' if k['enable_gradient_checkpointing'] else 'off'} | "
-                  f"{row['outcome']} | {_num(row.get('step_time_s'))} | {_num(row.get('peak_vram_gb'), '{:.1f}')} | "
-                  f"{_num(row.get('validation_peak_vram_gb'), '{:.1f}')} | {_num(row.get('host_ram_gb'), '{:.1f}')} | "
-                  f"{_num(row.get('seconds'), '{:.1f}')} | {(row.get('reason') or '').replace('|', '/')} |\n")
+                  f"{_outcome(row) if ran else 'pruned'} | {' | '.join(figures)} | {_cell(row.get('reason'))} |\n")
+    out.write(_sources_note(trials))
     if failure:
         out.write(f"\n## The baseline failed: the sweep stopped\n\n{failure}\n")
     elif outputs.get("winner") is not None:
-        out.write(f"\n**Winner**: {format_knobs(outputs['winner'])}; patched into every stage config: "
+        basis = " (chosen on step time only: memory was not measured)" if _step_time_only(outputs) else ""
+        out.write(f"\n**Winner**{basis}: {format_knobs(outputs['winner'])}; patched into every stage config: "
                   f"{outputs['deltas'] or 'no change (the baseline is fastest)'}.\n")
     return out.getvalue()
+
+
+def _sources_note(trials: list[dict[str, Any]]) -> str:
+    """Where each figure of the table came from, in words."""
+    used: list[str] = []
+    for t in trials:
+        memory = memory_of(t)
+        for source in (memory.get("peak_source"), memory.get("validation_peak_source")):
+            if source and source not in used:
+                used.append(source)
+    lines = ["", "## Where the figures come from", ""]
+    for source in used:
+        words = next((w for key, w in _SOURCE_WORDS.items() if source.startswith(key)), "")
+        lines.append(f"- `{source}`: {words}." if words else f"- `{source}`.")
+    lines.append(f"- `{NOT_MEASURED}`: no source measured that figure (the reason says what is missing), so it "
+                 "is shown as missing, never as 0.0.")
+    if any(_assumed(t) for t in trials):
+        lines.append("- `fit (assumed: memory not measured)`: nothing on this backend can measure the memory; the "
+                     "trial ran cleanly and is assumed to fit, judged on step time only.")
+    else:
+        lines.append("- A trial without its training or validation peak is never judged to fit.")
+    if any(t.get("outcome") == "unmeasured" for t in trials):
+        lines.append("- `unmeasured` trials ran cleanly but lack a training or validation peak: they are never the "
+                     "winner, and they settle nothing about other configs.")
+    lines.append("- host GB: the resident memory of the trial's process tree (psutil); step s: the trainer's "
+                 "Time/Step over clean steady-state steps, per micro-step.")
+    return "\n".join(lines) + "\n"
 
 
 def _plot(outputs: dict[str, Any]) -> bytes:
@@ -82,12 +207,13 @@ def _plot(outputs: dict[str, Any]) -> bytes:
             ok = t["outcome"] == "fit" and t.get("fits")
             x = peak if peak is not None else outputs["capacity_gb"]
             y = t.get("step_time_s") or 0.0
-            ax.scatter([x], [y], marker="o" if ok else "x", color="tab:green" if ok else "tab:red", s=60)
-            ax.annotate(f"{t['number']}: {t['outcome']}", (x, y), textcoords="offset points", xytext=(5, 4),
-                        fontsize=8)
+            marker = ("o" if ok else "x") if peak is not None else "s"
+            ax.scatter([x], [y], marker=marker, color="tab:green" if ok else "tab:red", s=60)
+            label = f"{t['number']}: {t['outcome']}" + ("" if peak is not None else ", memory not measured")
+            ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
         ax.axvline(outputs["capacity_gb"], color="black", linestyle="-", label="capacity")
         ax.axvline(outputs["limit_gb"], color="tab:orange", linestyle="--", label=f"headroom {outputs['headroom']:.0%}")
-        ax.set_xlabel("peak VRAM, training or validation (GB; failures without a measure at capacity)")
+        ax.set_xlabel("peak VRAM, training or validation (GB; squares at capacity: memory not measured)")
         ax.set_ylabel("micro-step time (s)")
         ax.set_title(f"Autotune: {outputs['study']}")
         ax.legend(loc="best", fontsize=8)

@@ -16,12 +16,16 @@ import math
 from typing import Any
 
 from ltx_pipeline.ltx.autotune import SPACE_KEYS, Knobs, Pruned, TrialResult
+from ltx_pipeline.steps.autotune._trial import MeasuredTrialResult
 
 __all__ = ["ORPHAN_REASON", "ask_trial", "distributions", "fail_orphan", "finished_results", "open_study",
            "orphans", "record_pruned", "tell_result"]
 
 ORPHAN_REASON = "orphaned: the engine stopped while it ran"
 _MEASURES = ("step_time_s", "peak_vram_gb", "validation_peak_vram_gb", "seconds", "host_ram_gb")
+# Where each memory figure came from, and whether the fit was assumed (memory not measurable): kept
+# with the trial so a resumed sweep judges a replayed trial exactly as the live one was judged.
+_MEMORY = ("peak_source", "validation_peak_source", "memory_note", "assumed_fit", "order_gb")
 
 
 def open_study(storage_file: str, run_name: str, inputs_key: str) -> tuple[Any, str]:
@@ -93,8 +97,8 @@ def tell_result(study: Any, trial: Any, result: TrialResult, *, fits: bool, obje
     """Record a finished trial: COMPLETE with the objective when it fits, else FAIL with the reason."""
     from optuna.trial import TrialState
 
-    attrs = {"outcome": result.outcome, "reason": result.reason, **{k: getattr(result, k, None) for k in _MEASURES},
-             **extra}
+    attrs = {"outcome": result.outcome, "reason": result.reason,
+             **{k: getattr(result, k, None) for k in (*_MEASURES, *_MEMORY)}, **extra}
     for key, value in attrs.items():
         trial.set_user_attr(key, value)
     if fits and math.isfinite(objective):
@@ -123,14 +127,18 @@ def finished_results(study: Any) -> list[tuple[Any, TrialResult]]:
     """Every trial a previous attempt finished (complete or failed with a measurement), in order."""
     from optuna.trial import TrialState
 
-    out = []
+    out: list[tuple[Any, TrialResult]] = []
     for frozen in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
         attrs = frozen.user_attrs
         if "outcome" not in attrs:
             continue  # orphaned or superseded: nothing was measured
-        result = TrialResult(dict(frozen.params), attrs["outcome"], attrs.get("step_time_s"),
-                             attrs.get("peak_vram_gb"), attrs.get("validation_peak_vram_gb"),
-                             float(attrs.get("seconds") or 0.0), attrs.get("reason") or "")
+        result = MeasuredTrialResult(dict(frozen.params), attrs["outcome"], attrs.get("step_time_s"),
+                                     attrs.get("peak_vram_gb"), attrs.get("validation_peak_vram_gb"),
+                                     float(attrs.get("seconds") or 0.0), attrs.get("reason") or "",
+                                     peak_source=attrs.get("peak_source"),
+                                     validation_peak_source=attrs.get("validation_peak_source"),
+                                     memory_note=attrs.get("memory_note") or "",
+                                     assumed_fit=bool(attrs.get("assumed_fit")), order_gb=attrs.get("order_gb"))
         out.append((frozen, result))
     return out
 

@@ -1,4 +1,4 @@
-"""Host probing (disk, shm, RAM, tools, W&B without leaking the key) and model/trainer checks."""
+"""Host probing (disk, shm, RAM, tools, W&B without leaking the key) and trainer checks (models: test_model_files)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ltx_pipeline.errors import BadInput
 from ltx_pipeline.probing.host import HostInfo, probe_host, wandb_credentials_resolve
-from ltx_pipeline.probing.models import (
-    TrainerCheck,
-    check_model_path,
-    check_trainer_root,
-    default_model_dirs,
-    find_model_files,
-)
+from ltx_pipeline.probing.models import TrainerCheck, check_trainer_root
 
 SECRET = "wandb-secret-0123456789abcdef0123456789abcdef"
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -135,93 +128,6 @@ def test_wandb_key_never_leaks(tmp_path):
         dumped = [repr(info), str(info), json.dumps(info.to_dict())]
         dumped += [repr(f) + json.dumps(f.to_dict()) for f in info.to_findings()]
         assert not any(SECRET in text for text in dumped)
-
-
-# ---- model files ---------------------------------------------------------------------------------
-
-def test_default_model_dirs(tmp_path):
-    assert default_model_dirs({}, tmp_path) == [Path("/models"), tmp_path / "models"]
-    assert default_model_dirs({"LTX_MODELS_DIR": "/data/m"}, tmp_path) == [
-        Path("/models"), tmp_path / "models", Path("/data/m")]
-    assert default_model_dirs({"LTX_MODELS_DIR": str(tmp_path / "models")}, tmp_path) == [
-        Path("/models"), tmp_path / "models"]
-
-
-def test_find_model_files_depth_and_names(tmp_path):
-    models = touch(
-        tmp_path / "models",
-        "ltx-2-19b-dev.safetensors",
-        "sub/LTX-2.3-distilled.safetensors",
-        "sub/deeper/ltx-too-deep.safetensors",
-        "random-model.safetensors",
-        "ltx-notes.txt",
-        "gemma-3-12b-it/config.json",
-        "hub/gemma4-12b-ltx-v1/model-00001-of-00002.safetensors",
-        "gemma-empty/README.md",
-        "ltx-2.5-text-encoder-gemma.safetensors",
-    )
-    search = find_model_files([models, tmp_path / "absent"])
-    assert search.searched == (str(models), str(tmp_path / "absent"))
-    assert sorted(Path(p).name for p in search.checkpoints) == [
-        "LTX-2.3-distilled.safetensors", "ltx-2-19b-dev.safetensors"]
-    assert sorted(Path(p).name for p in search.text_encoders) == [
-        "gemma-3-12b-it", "gemma4-12b-ltx-v1", "ltx-2.5-text-encoder-gemma.safetensors"]
-    checkpoint, encoder = search.to_findings()
-    assert checkpoint.status == "warning" and "--model-path" in checkpoint.next_step
-    json.dumps(search.to_dict())
-
-
-def test_find_model_files_nothing(tmp_path):
-    checkpoint, encoder = find_model_files([tmp_path]).to_findings()
-    assert checkpoint.status == encoder.status == "missing"
-    assert "huggingface-cli download" in checkpoint.next_step and "--model-path" in checkpoint.next_step
-    assert "--text-encoder-path" in encoder.next_step
-    single = find_model_files([touch(tmp_path, "ltx-2-19b-dev.safetensors")]).to_findings()[0]
-    assert single.status == "ok" and single.detail.endswith("ltx-2-19b-dev.safetensors")
-
-
-@pytest.mark.parametrize("url", [
-    "https://huggingface.co/Lightricks/LTX-2/resolve/main/ltx-2-19b-dev.safetensors",
-    "http://example.com/a.safetensors", "hf://Lightricks/LTX-2", "s3://bucket/a.safetensors",
-    "gs://bucket/gemma", "HTTPS://EXAMPLE.COM/x",
-])
-@pytest.mark.parametrize("kind", ["checkpoint", "text_encoder"])
-def test_model_urls_are_refused(url, kind):
-    with pytest.raises(BadInput) as info:
-        check_model_path(url, kind)
-    text = str(info.value)
-    assert "Model paths must be local" in text and "\n" not in text
-
-
-def test_checkpoint_paths(tmp_path):
-    touch(tmp_path, "ltx.safetensors", "model.ckpt", "folder/")
-    assert check_model_path(str(tmp_path / "ltx.safetensors"), "checkpoint").status == "ok"
-    unset = check_model_path(None, "checkpoint")
-    assert unset.status == "missing" and "--model-path" in unset.next_step
-    missing = check_model_path(str(tmp_path / "gone.safetensors"), "checkpoint")
-    assert missing.status == "missing" and "does not exist" in missing.detail
-    assert missing.to_finding().item == "LTX checkpoint"
-    for wrong in ("model.ckpt", "folder"):
-        with pytest.raises(BadInput, match="must be a .safetensors file"):
-            check_model_path(str(tmp_path / wrong), "checkpoint")
-
-
-def test_checkpoint_path_expands_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path))
-    touch(tmp_path, "models/ltx.safetensors")
-    check = check_model_path("~/models/ltx.safetensors", "checkpoint")
-    assert check.status == "ok" and check.path == str(tmp_path / "models" / "ltx.safetensors")
-
-
-def test_text_encoder_paths(tmp_path):
-    touch(tmp_path, "gemma/config.json", "bare/", "packed.safetensors", "weights.bin")
-    assert check_model_path(str(tmp_path / "gemma"), "text_encoder").status == "ok"
-    assert check_model_path(str(tmp_path / "packed.safetensors"), "text_encoder").status == "ok"
-    bare = check_model_path(str(tmp_path / "bare"), "text_encoder")
-    assert bare.status == "warning" and "config.json" in bare.detail
-    assert check_model_path(str(tmp_path / "nope"), "text_encoder").status == "missing"
-    with pytest.raises(BadInput, match="Gemma folder"):
-        check_model_path(str(tmp_path / "weights.bin"), "text_encoder")
 
 
 # ---- trainer checkout ----------------------------------------------------------------------------

@@ -1,0 +1,61 @@
+"""How many training processes a run launches, and how: one rule for the plan and for validate.
+
+The plan states the launch it will make and validate builds it; both call ``launch_shape``, so the
+process count, the distributed strategy (DDP for LoRA, FSDP for a full fine-tune, facts §3) and the
+effective batch (batch x accumulation x processes) in plan.md are the ones launched. The toy
+reference trainer runs one CPU process unless ``--processes`` asks for more, whatever GPUs the plan
+assumes; the ltx and simulated backends run one process per GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["LaunchShape", "distributed_mode", "launch_shape"]
+
+
+def distributed_mode(training_mode: str, processes: int) -> str:
+    """DDP for LoRA and FSDP for full fine-tunes on several processes (the skill's rule); else none."""
+    if processes <= 1:
+        return "none"
+    return "fsdp" if training_mode == "full" else "ddp"
+
+
+@dataclass(frozen=True)
+class LaunchShape:
+    """The launch a run will make."""
+
+    processes: int
+    distributed: str
+    reason: str  # why this many processes
+
+    def words(self) -> str:
+        """One line for plan.md and status, e.g. ``accelerate launch, 4 processes, DDP``."""
+        if self.processes == 1:
+            how = "single process (python scripts/train.py)"
+        else:
+            strategy = "FSDP (configs/accelerate/fsdp.yaml)" if self.distributed == "fsdp" else "DDP"
+            how = f"accelerate launch, {self.processes} processes, {strategy}"
+        return f"{how}; {self.reason}"
+
+
+def launch_shape(*, backend: str, gpu_count: int, requested: int | None, training_mode: str) -> LaunchShape:
+    """The process count and strategy for a run.
+
+    Args:
+        backend: ``ltx``, ``reference`` or ``simulated``.
+        gpu_count: GPUs the probe found (or assumed).
+        requested: ``--processes`` when given.
+        training_mode: ``lora`` or ``full``.
+    """
+    if requested:
+        processes, reason = requested, f"{requested} process(es) as requested (--processes)"
+    elif backend == "reference":
+        processes = 1
+        reason = ("the reference toy trainer runs one process on this machine"
+                  + (f" ({gpu_count} GPU(s) planned for; pass --processes N for N processes)"
+                     if gpu_count > 1 else ""))
+    else:
+        processes = max(1, gpu_count)
+        reason = f"one process per GPU ({processes})"
+    return LaunchShape(processes, distributed_mode(training_mode, processes), reason)
