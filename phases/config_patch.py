@@ -17,7 +17,7 @@ from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.ltx.config_patch import StagePaths, apply_patches, patches_for_stage, render_diff
 from ltx_pipeline.workspace import atomic_write
 
-__all__ = ["PHASE", "stage_config_file", "stage_output_dir"]
+__all__ = ["PHASE", "model_paths", "stage_config_file", "stage_output_dir"]
 
 
 def stage_config_file(run_root: Path, stage: int, stages: int) -> Path:
@@ -44,7 +44,7 @@ class ConfigPatchPhase:
         data = ctx.output("data_check")
         template = ctx.backend.template(recipe["template"])
         template_text = template.read_text(encoding="utf-8")
-        model_path, encoder_path = _model_paths(ctx)
+        model_path, encoder_path = model_paths(ctx)
         wandb = bool(ctx.output("probe")["host"].get("wandb_credentials"))
         stages = len(recipe["stages"])
         configs = []
@@ -81,13 +81,24 @@ def _final_weights_name(recipe: dict[str, Any]) -> str:
     return f"{prefix}_weights_step_{recipe['steps']:05d}.safetensors"
 
 
-def _model_paths(ctx: RunContext) -> tuple[str, str]:
-    """The checkpoint and text encoder: found by the probe (ltx) or the backend's own base weights."""
-    if ctx.request.backend == "ltx":
+def model_paths(ctx: RunContext) -> tuple[str, str]:
+    """The checkpoint and text encoder every stage trains and preprocesses with (data_check computes
+    the data identity from the same two paths).
+
+    ltx: what the probe found or was given. reference and simulated: ``--model-path`` (and
+    ``--text-encoder-path``, else the checkpoint itself) when given, else the backend's own base
+    weights in the run's ``models/``.
+    """
+    request = ctx.request
+    if request.backend == "ltx":
         models = ctx.output("probe")["models"]
         return models["checkpoint_path"], models["text_encoder_path"]
-    base = ctx.backend.base_weights(ctx.paths.root / "models")
-    return str(base), str(base)
+    if request.model_path:
+        model = str(Path(request.model_path).expanduser().absolute())
+    else:
+        model = str(ctx.backend.base_weights(ctx.paths.root / "models"))
+    encoder = str(Path(request.text_encoder_path).expanduser().absolute()) if request.text_encoder_path else model
+    return model, encoder
 
 
 PHASE = ConfigPatchPhase()

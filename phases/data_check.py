@@ -6,12 +6,15 @@ An existing ``.precomputed/`` (given directly or beside the metadata) is verifie
 subfolders per mode, matching samples across sources, tensor shapes against the planned bucket,
 counts reconciled with every dropped clip named, the audio gate. Nothing is preprocessed here: the
 plan of what to preprocess, and where, is stored for autotune (its sanity set) and train (the full
-set). Errors stop the run with a report in ``<run>/data-check.md``; existing data is never touched.
+set). Each stage's data identity (the content of the checkpoint and text encoder config_patch will
+use, the buckets, the trigger and flags) is recorded: a model change re-runs this phase and every
+later one, and a user's own ``.precomputed`` made with another model is refused. Errors stop the run
+with a report in ``<run>/data-check.md``; existing data is never touched.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +25,18 @@ from ltx_pipeline.ltx.buckets import Bucket, parse_buckets
 from ltx_pipeline.ltx.data_check import (
     Check,
     check_clip_lengths,
-    check_conditions_pairing,
+    check_data_identity,
     check_metadata,
-    conditions_fingerprint,
     format_checks,
     has_errors,
+    legacy_pairing_matches,
+    model_label,
 )
 from ltx_pipeline.ltx.modes import Mode, get_mode
 from ltx_pipeline.ltx.precomputed import inspect_precomputed
+from ltx_pipeline.steps.preprocess import model_files, read_identity, stage_identity
 from ltx_pipeline.workspace import atomic_write
+from phases.config_patch import model_paths
 
 __all__ = ["PHASE"]
 
@@ -46,7 +52,9 @@ class DataCheckPhase:
                                 "fresh_preprocess": request.fresh_preprocess},
                 "stages": [s["buckets"] for s in ctx.output("plan")["recipe"]["stages"]],
                 "probe": digest(ctx.output("probe")["dataset"]),
-                "metadata": file_digest(dataset) if dataset.is_file() else None}
+                "metadata": file_digest(dataset) if dataset.is_file() else None,
+                "model files": _model_files_part(model_files(ctx.workspace, *model_paths(ctx))),
+                "preprocessing": {"trigger": request.trigger}}
 
     def run(self, ctx: RunContext) -> PhaseResult:
         ctx.narrate("Checking the dataset against the mode and the planned buckets, and planning where each "
@@ -60,24 +68,31 @@ class DataCheckPhase:
         metadata_file, rows, media = _metadata(dataset, mode, checks)
         for buckets in stages:
             checks += check_clip_lengths((probe.get("clip_frames") or {}).get("counts") or {}, list(buckets))
+        model_path, encoder_path = model_paths(ctx)
+        files = model_files(ctx.workspace, model_path, encoder_path)
+        checks += _model_checks(ctx, files)
+        identities = [stage_identity(ctx, model_path=model_path, text_encoder_path=encoder_path,
+                                     buckets=";".join(str(b) for b in buckets)) for buckets in stages]
         existing = _existing_precomputed(dataset, ctx.request.fresh_preprocess)
         report = None
         if existing is not None:
             report = inspect_precomputed(Path(existing), mode, list(stages[0]), load=_load_sample,
                                          metadata_media=list(media) if media else None)
-            checks += report.checks
-            pairing = _pairing(probe) if ctx.request.backend == "ltx" else None
-            if pairing is not None and report.ok:
-                checks += check_conditions_pairing(None, pairing)
+            checks += _own_data_fixes(report.checks, dataset)
+            if report.ok:
+                checks += _own_data_identity(Path(report.root), identities[0], model_path, encoder_path, dataset)
         _report(ctx, checks)
         plan = _preprocess_plan(ctx, stages, metadata_file, existing if report and report.ok else None)
+        for entry, identity in zip(plan, identities, strict=True):
+            entry["data_identity"] = identity["digest"]
         samples = report.usable_samples if report and report.ok else rows
         sanity_bucket = max((b for s in stages for b in s), key=lambda b: b.tokens)
+        pairing = {**files, "digest": digest([files["model"]["content"], files["text_encoder"]["content"]])}
         outputs = {
             "metadata_file": metadata_file, "samples": samples,
             "checks": [asdict(c) for c in checks], "stages": plan,
             "sanity": {"bucket": str(sanity_bucket), "preprocessed_root": str(ctx.paths.overfit / ".precomputed")},
-            "conditions_pairing": _pairing(probe) if ctx.request.backend == "ltx" else None,
+            "model_files": files, "conditions_pairing": pairing,
         }
         return PhaseResult(outputs)
 
@@ -141,11 +156,48 @@ def _report(ctx: RunContext, checks: list[Check]) -> None:
                          fix=errors[0].fix or "see the report")
 
 
-def _pairing(probe: dict[str, Any]) -> dict[str, Any] | None:
-    models = probe.get("models") or {}
-    if not models.get("checkpoint_path") or not models.get("text_encoder_path"):
-        return None
-    return conditions_fingerprint(models["checkpoint_path"], models["text_encoder_path"])
+def _model_files_part(files: dict[str, Any]) -> dict[str, str]:
+    """The fingerprint's readable model part: ``name (content digest start)`` per file."""
+    part = {"checkpoint": model_label(files["model"])}
+    if files["text_encoder"].get("path") != files["model"].get("path"):
+        part["text encoder"] = model_label(files["text_encoder"])
+    return part
+
+
+def _model_checks(ctx: RunContext, files: dict[str, Any]) -> list[Check]:
+    """A checkpoint given to the reference or simulated backend must be a safetensors file (the probe
+    checks it for ltx)."""
+    given = ctx.request.model_path
+    model = files["model"]
+    if ctx.request.backend == "ltx" or not given or model.get("kind") == "safetensors":
+        return []
+    what = "does not exist" if model.get("kind") == "missing" else "is not a safetensors file (no readable header)"
+    return [Check("error", "model-not-safetensors", f"--model-path {model.get('path')} {what}", "--model-path",
+                  "pass a .safetensors checkpoint (for the reference backend, a base made with `python -m "
+                  "ltx_pipeline.reference_trainer.make_base PATH`)")]
+
+
+_FRESH = "pass --fresh-preprocess to preprocess into the run's own folder (yours is left as it is)"
+
+
+def _own_data_fixes(checks: list[Check], dataset: dict[str, Any]) -> list[Check]:
+    """Errors about the user's own preprocessed data name the way out that leaves it alone."""
+    fresh = _FRESH if dataset["kind"] == "metadata" else \
+        "pass the metadata file as --dataset with --fresh-preprocess to preprocess into the run's own folder"
+    return [replace(c, fix=f"{(c.fix or '').rstrip('.')}; or {fresh}" if c.fix else fresh)
+            if c.severity == "error" and "--fresh-preprocess" not in (c.fix or "") else c for c in checks]
+
+
+def _own_data_identity(root: Path, identity: dict[str, Any], model_path: str, encoder_path: str,
+                       dataset: dict[str, Any]) -> list[Check]:
+    """The user's own .precomputed against the models this run uses (its record is only read)."""
+    recorded = read_identity(root)
+    if recorded is not None and recorded.get("legacy"):
+        if legacy_pairing_matches(recorded, model_path, encoder_path):
+            return []
+        recorded = {"model": {"path": (recorded.get("model") or {}).get("path"), "kind": "legacy"},
+                    "text_encoder": {"path": (recorded.get("text_encoder") or {}).get("path"), "kind": "legacy"}}
+    return _own_data_fixes(check_data_identity(recorded, identity, str(root)), dataset)
 
 
 def _load_sample(path: Path) -> dict[str, Any]:

@@ -22,24 +22,27 @@ from typing import Any
 import yaml
 
 from ltx_pipeline.engine import PhaseResult, RunContext
-from ltx_pipeline.engine.fingerprint import digest, file_digest
-from ltx_pipeline.errors import BadConfig, BadInput, Refused, RunFailed
+from ltx_pipeline.engine.fingerprint import digest
+from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, ValidatedConfig
+from ltx_pipeline.errors import BadInput, Refused, RunFailed
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.modes import get_mode
-from ltx_pipeline.ltx.trainer_config import format_findings
 from ltx_pipeline.probing import wandb_credentials_resolve
 from ltx_pipeline.steps.follow import TrainingFollower, log_summary, stop_requested
 from ltx_pipeline.steps.preprocess import preprocess
-from ltx_pipeline.steps.resume import check_compatible, failure_report, latest_pair, patch_resume
+from ltx_pipeline.steps.resume import check_compatible, failure_report, latest_pair, patch_resume, set_aside
+from ltx_pipeline.steps.validation import launch_target, validate_stage
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE", "stage_log"]
 
 
-def stage_log(logs: Path, stage: int, stages: int) -> Path:
-    """``logs/train.log``, or ``logs/train.stage-K.log`` for a chained run."""
-    return logs / ("train.log" if stages == 1 else f"train.stage-{stage}.log")
+def stage_log(logs: Path, stage: int, stages: int, attempt: int = 1) -> Path:
+    """``logs/train.log`` (chained: ``train.stage-K.log``) for a stage's first launch; a later attempt
+    gets its own ``train.attempt-N.log`` (``train.stage-K.attempt-N.log``), so no log is ever rewritten."""
+    name = "train" if stages == 1 else f"train.stage-{stage}"
+    return logs / (f"{name}.log" if attempt <= 1 else f"{name}.attempt-{attempt}.log")
 
 
 class TrainPhase:
@@ -48,8 +51,9 @@ class TrainPhase:
 
     def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
         validate = ctx.output("validate")
-        parts = {"validate": digest(validate), "data_check": digest(ctx.output("data_check")),
-                 "configs": {s["config"]: file_digest(Path(s["config"])) for s in validate["stages"]}}
+        # Upstream outputs only: the train phase's own patches (load_checkpoint, --apply-fix) change the
+        # config files, and each launch validates the file as it is then.
+        parts = {"validate": digest(validate), "data_check": digest(ctx.output("data_check"))}
         if "autotune" in ctx.upstream:
             parts["autotune"] = digest(ctx.output("autotune"))
         return parts
@@ -59,9 +63,11 @@ class TrainPhase:
         data_stages = ctx.output("data_check")["stages"]
         total = len(validate["stages"])
         results: list[dict[str, Any]] = []
+        restart = bool(ctx.options.get("restart_training"))  # for the first unfinished stage only
         for entry, config_entry, data_stage in zip(validate["stages"], patch["configs"], data_stages, strict=True):
-            stage = _Stage(ctx, entry, config_entry, data_stage, total)
+            stage = _Stage(ctx, entry, config_entry, data_stage, total, restart=restart)
             result = stage.run()
+            restart = restart and not stage.restarted  # a finished stage passes it on to the next one
             results.append(result)
             if result.get("pending"):
                 return PhaseResult({"stages": results, "stage_count": total}, pending=True)
@@ -81,12 +87,15 @@ class _Stage:
     """One stage's launch-or-re-attach, follow and judgement."""
 
     def __init__(self, ctx: RunContext, entry: dict[str, Any], config_entry: dict[str, Any],
-                 data_stage: dict[str, Any], total: int) -> None:
+                 data_stage: dict[str, Any], total: int, *, restart: bool = False) -> None:
         self.ctx, self.entry, self.data_stage, self.total = ctx, entry, data_stage, total
+        self.restart, self.restarted = restart, False
         self.index = int(entry["stage"])
         self.config = Path(entry["config"])
         self.output_dir = Path(config_entry["output_dir"])
-        self.log = stage_log(ctx.paths.logs, self.index, total)
+        launches = ctx.journal.processes("train", self.index)
+        # The log of the newest launch (the one to follow or judge); a new launch gets the next name.
+        self.log = Path(launches[-1].log_path) if launches else stage_log(ctx.paths.logs, self.index, total)
 
     def values(self) -> dict[str, Any]:
         return yaml.safe_load(self.config.read_text(encoding="utf-8")) or {}
@@ -136,15 +145,23 @@ class _Stage:
             self._preprocess()
         self._recheck()
         resumed_from = self._prepare_resume(bool(previous))
+        # Last: every patch (autotune's winner, --apply-fix, load_checkpoint) is in the file now.
+        validated = self._validate_for_launch()
         validate = ctx.output("validate")
         spec = ctx.backend.train_command(self.config, num_processes=validate["num_processes"],
                                          distributed=validate["distributed"])
+        self.log = stage_log(ctx.paths.logs, self.index, self.total, attempt=len(previous) + 1)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("a", encoding="utf-8") as handle:  # an append-only log: a boundary between launches
             handle.write(f"=== ltx-pipeline: launch {len(previous) + 1} of stage {self.index} at "
                          f"{time.strftime('%Y-%m-%d %H:%M:%S')} ===\n")
         offset = self.log.stat().st_size
-        launched = journal.launch("train", self.index, spec, self.log)
+        try:
+            launched = journal.launch("train", self.index, spec, self.log, validated)
+        except ConfigChangedSinceValidation as exc:
+            raise Refused(f"Stage {self.index} was not launched: {exc}", where=str(self.config),
+                          fix="leave the run's config files alone while it runs; `ltx-pipeline resume` validates "
+                              "the config again and launches") from None
         journal.set_offset(launched, offset)
         ctx.narrate(f"Stage {self.index}/{self.total} launched (pid {launched.pid}), log {self.log}: "
                     f"{launched.printable}")
@@ -158,14 +175,19 @@ class _Stage:
                    stage=self.index, model_path=patch["model_path"], text_encoder_path=patch["text_encoder_path"],
                    pairing=ctx.output("data_check").get("conditions_pairing"), extra_flags=[])
 
+    def _validate_for_launch(self) -> ValidatedConfig:
+        """Validate the config exactly as it will be launched; its digest travels with the launch."""
+        ctx = self.ctx
+        target = launch_target(ctx.output("probe"), ctx.output("data_check"), self.data_stage,
+                               int(ctx.output("validate")["num_processes"]))
+        result = validate_stage(ctx.backend, self.config, target, strict=True)
+        validated = result.raise_if_failed(f"Stage {self.index}'s config as it would be launched")
+        ctx.journal.event(f"validated {self.config.name} {validated.sha256[:19]}… by {validated.validator} "
+                          f"for {target.processes} process(es)")
+        return validated
+
     def _recheck(self) -> None:
         ctx, values = self.ctx, self.values()
-        findings = ctx.backend.validate(self.config, relaxed_paths=ctx.request.backend == "simulated")
-        if findings:
-            lines = format_findings(findings)
-            raise BadConfig(f"Stage {self.index} config no longer validates: {lines[0]}", where=str(self.config),
-                            fix="correct the named field, then `ltx-pipeline resume`",
-                            errors=[(line, line) for line in lines])
         warm = (values.get("model") or {}).get("load_checkpoint")
         if self.index > 1 and (values.get("checkpoints") or {}).get("no_resume") and warm and not Path(warm).exists():
             raise RunFailed(f"Stage {self.index} warm-starts from {warm}, which does not exist",
@@ -177,6 +199,14 @@ class _Stage:
                            fix="run `wandb login` (or export WANDB_API_KEY), or set wandb.enabled: false")
 
     def _prepare_resume(self, retried: bool) -> int | None:
+        if self.restart:
+            kept = set_aside(self.output_dir, workspace=self.ctx.workspace)
+            self.ctx.journal.forget_stage(self.index)  # its metrics and checkpoints are the old training's
+            self.restarted = True
+            if kept is not None:
+                self.ctx.narrate(f"--restart-training: stage {self.index} trains again from step 0 into "
+                                 f"{self.output_dir}; its previous outputs are kept in {kept}.")
+            return None
         pair = latest_pair(self.output_dir / "checkpoints")
         if pair is None:
             if retried:
@@ -210,6 +240,13 @@ class _Stage:
     # -- after the trainer ended --------------------------------------------------------------------
 
     def _completed(self) -> dict[str, Any] | None:
+        """The stage's result when the evidence says it finished, whatever an earlier engine recorded.
+
+        Finished: the final weights exist and the newest launch is not running, and either its
+        supervisor's exit file says 0 or the complete checkpoint pair at the target step is on disk
+        (a trainer killed after its last save has nothing left to train). A finished stage is never
+        launched again.
+        """
         values = self.values()
         steps = int((values.get("optimization") or {}).get("steps", 0))
         prefix = "lora" if (values.get("model") or {}).get("training_mode", "lora") == "lora" else "model"
@@ -218,9 +255,13 @@ class _Stage:
         if not processes or not final.is_file():
             return None
         last = processes[-1]
-        if last.status == "running" and not last.alive():
-            last = self.ctx.journal.settle(last)
-        if last.status != "exited" or (last.exit() or {}).get("exit_code") != 0:
+        if last.alive():
+            return None  # still running: re-attach and follow it to its end
+        record = last.exit()
+        pair = latest_pair(self.output_dir / "checkpoints")
+        if (record or {}).get("exit_code") == 0:
+            last = self.ctx.journal.correct_to_exited(last)
+        elif pair is None or pair.step < steps:
             return None
         return self._result(last, final, steps, None)
 
@@ -234,6 +275,7 @@ class _Stage:
                             f"{record['exit_code'] if record else 'unknown'})", where=str(self.log),
                             fix="`ltx-pipeline resume` continues from the newest checkpoint pair")
         stats = follower.progress.stats
+        self.log = Path(handle.log_path)
         if record is not None and record["exit_code"] == 0:
             if stats is None and not log_summary(self.log)["finished"]:
                 raise RunFailed(f"Training stage {self.index} exited 0 without its statistics block",

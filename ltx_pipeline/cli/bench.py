@@ -18,16 +18,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from ltx_pipeline.cli.console import out
 from ltx_pipeline.errors import EXIT_OK, BadInput
 
 __all__ = ["bench_app", "bench_autotune"]
 
 bench_app = typer.Typer(name="bench", add_completion=False, no_args_is_help=True,
                         help="Benchmarks that report figures (they assert nothing).")
-out = Console(highlight=False, soft_wrap=True)
 
 
 def bench_autotune(surface_file: Path, *, keep: Path | None = None, on_event: Any = None) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
+from ltx_pipeline.cli.console import out
 from ltx_pipeline.engine.journal import RunJournal
 from ltx_pipeline.errors import EXIT_OK, BadRequest
 from ltx_pipeline.steps.follow import Snapshot, request_stop
@@ -24,7 +25,6 @@ from ltx_pipeline.workspace import Workspace
 
 __all__ = ["TrainingProgressBar", "render_live", "stop"]
 
-out = Console(highlight=False, soft_wrap=True)
 
 
 def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
@@ -59,8 +59,10 @@ class TrainingProgressBar:
     """A rich progress bar fed by the train phase's follower snapshots; ``close()`` when done."""
 
     def __init__(self, console: Console | None = None) -> None:
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=40), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[info]}"), console=console or out, transient=False)
+        # markup=False: a description or info never loses bracketed words to Rich markup.
+        self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(bar_width=40),
+                                 MofNCompleteColumn(), TextColumn("{task.fields[info]}", markup=False),
+                                 console=console or out, transient=False)
         self.tasks: dict[int, TaskID] = {}
         self.started = False
 
@@ -73,7 +75,9 @@ class TrainingProgressBar:
             task = self.progress.add_task(f"stage {snapshot.stage}/{snapshot.stages}", total=snapshot.total,
                                           info="starting...")
             self.tasks[snapshot.stage] = task
-        self.progress.update(task, completed=snapshot.step or 0, total=snapshot.total, info=_info(snapshot))
+        # A trainer logs steps every N steps; its statistics block says every step ran, so the bar ends full.
+        done = snapshot.total if snapshot.finished and snapshot.total else snapshot.step or 0
+        self.progress.update(task, completed=done, total=snapshot.total, info=_info(snapshot))
 
     def close(self) -> None:
         if self.started:
@@ -83,13 +87,18 @@ class TrainingProgressBar:
 
 def _info(snapshot: Snapshot) -> str:
     parts = [f"loss {snapshot.loss:.4f}" if snapshot.loss is not None else "loss -"]
-    parts.append(f"{snapshot.step_time_s:.2f} s/step" if snapshot.step_time_s else "measuring step time...")
-    if snapshot.eta_s is not None:
+    if snapshot.step_time_s:
+        parts.append(f"{snapshot.step_time_s:.2f} s/step")
+    elif snapshot.alive:
+        parts.append("measuring step time...")
+    if snapshot.eta_s is not None and snapshot.alive:  # an ended trainer has no time left to estimate
         minutes, seconds = divmod(int(snapshot.eta_s), 60)
         parts.append(f"ETA {minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"ETA {minutes}m {seconds:02d}s")
     if snapshot.stalled:
         parts.append("STALLED")
-    if not snapshot.alive:
+    if snapshot.finished:
+        parts.append("finished")
+    elif not snapshot.alive:
         parts.append("trainer ended")
     return " | ".join(parts)
 
@@ -106,7 +115,12 @@ def render_live(console: Console, live: dict[str, Any] | None) -> None:
              f"last losses: {losses}"]
     gpus = "; ".join(f"GPU {g['index']} {g['utilization_pct']}% {g['memory_used_mib']}/{g['memory_total_mib']} MiB"
                      for g in live.get("gpus") or [])
-    lines.append(f"  ETA: {live['eta']}" + (f"; {gpus}" if gpus else ""))
+    if live["state"] == "running":
+        lines.append(f"  ETA: {live['eta']}" + (f"; {gpus}" if gpus else ""))
+    else:  # finished, failed, stopped or crashed: what it took, never an estimate
+        took = (f"{live['duration']} ({live['duration_source']})" if live.get("duration")
+                else "not measured (no trainer statistics and no process times)")
+        lines.append(f"  duration: {took}" + (f"; {gpus}" if gpus else ""))
     lines.append(f"  latest checkpoint: {live['latest_checkpoint'] or '-'}")
     lines.append(f"  latest sample: {live['latest_sample'] or '-'}")
     lines.append(f"  W&B: {live['wandb_url'] or '-'}")

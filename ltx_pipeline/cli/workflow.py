@@ -98,6 +98,9 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
            detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
            apply_fix: Annotated[bool, typer.Option("--apply-fix", help="Apply the fix proposed for the last "
                                                    "failure (shown by status) before retrying.")] = False,
+                      restart_training: Annotated[bool, typer.Option(
+               "--restart-training", help="Train the unfinished stage again from step 0 into a fresh output "
+               "folder; its old output folder (checkpoints, samples) is kept beside it.")] = False,
            ) -> int:
     """Continue a run where it stopped, re-running only what changed (run.yaml is re-read)."""
     ws, store = open_workspace(workspace)
@@ -105,7 +108,8 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
     if store.get_run(name) is None:
         raise BadRequest(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
     run_row, request = prepare_run(ws, store, name, {"accept_risk": True} if accept_risk else {})
-    return drive_run(ws, store, run_row, request, approve, {"detach": detach, "apply_fix": apply_fix})
+    return drive_run(ws, store, run_row, request, approve, {"detach": detach, "apply_fix": apply_fix,
+                                                            "restart_training": restart_training})
 
 
 def approve(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> int:

@@ -79,4 +79,9 @@ def _is_digest(value: Any) -> bool:
 
 def _show(value: Any) -> str:
     text = canonical_json(value) if isinstance(value, (dict, list)) else str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    # Paths and prompts are what a user compares: shown whole, up to a length a line can carry,
+    # and then cut at a word boundary rather than inside a name.
+    if len(text) <= 160:
+        return text
+    cut = text[:157].rsplit(" ", 1)[0]
+    return (cut if len(cut) > 80 else text[:157]) + "..."

@@ -8,6 +8,13 @@ now (nvidia-smi, best effort, short timeout, omitted when absent), latest checkp
 W&B URL, and "stalled" when the log has not grown for the stall threshold. The engine knows no
 log format: the caller hands in ``log_summary`` (``ltx_pipeline.steps.follow.log_summary``) to
 read the log's tail; without it, the figures come from the metrics the follower stored.
+
+Only a running trainer has an ETA. One that ended (finished, failed, stopped or crashed) has
+``eta`` None and a measured ``duration`` instead, with its ``duration_source``: the trainer's
+statistics block when the log summary gives its total time (``total_time_s`` or
+``total_time_minutes``), else the trainer process's own start to its end (the supervisor's exit
+file, else the log's last write for a trainer killed with its group, else the
+recorded end), which includes model loading and validation.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +59,9 @@ def live_training(store: Store, run: Run, *, log_summary: LogSummary | None = No
     total = summary.get("total")
     losses = summary.get("last_losses") or [m.loss for m in metrics[-5:] if m.loss is not None]
     step_time = summary.get("step_time_s") or _steady([m.step_time_s for m in metrics if m.clean])
-    eta = (max(total - step, 0) * step_time) if (step_time and total and step is not None) else None
+    running = state == "running"
+    eta = (max(total - step, 0) * step_time) if (running and step_time and total and step is not None) else None
+    duration, duration_source = (None, None) if running else _duration(process, summary)
     stall_s = _stall_seconds()
     silent = time.time() - log.stat().st_mtime if log.exists() else None
     report: dict[str, Any] = {
@@ -59,7 +69,9 @@ def live_training(store: Store, run: Run, *, log_summary: LogSummary | None = No
         "exit_code": exit_code, "log": str(log), "step": step, "total": total,
         "percent": round(100.0 * step / total, 1) if step is not None and total else None,
         "last_losses": losses, "step_time_s": step_time,
-        "eta": _eta_text(eta) if eta is not None else "measuring step time...",
+        "eta": (_eta_text(eta) if eta is not None else "measuring step time...") if running else None,
+        "duration_s": duration, "duration": _eta_text(duration) if duration is not None else None,
+        "duration_source": duration_source,
         "latest_checkpoint": _latest_checkpoint(store, run, stage, output_dir),
         "latest_sample": _latest_sample(output_dir), "wandb_url": summary.get("wandb_url"),
         "stalled": state == "running" and silent is not None and silent >= stall_s,
@@ -77,7 +89,7 @@ def _liveness(process: Process) -> tuple[str, int | None]:
     """running / finished / failed / stopped / crashed, decided from the OS and the supervisor's exit record."""
     if process.status == "stopped" or process.stopped_by_user:
         return "stopped", process.exit_code
-    if is_alive(process.pid, process.create_time, process.host):
+    if is_alive(process.pid, process.create_time, process.host, marker=f"{process.log_path}.exit"):
         return "running", None
     record = exit_record(Path(f"{process.log_path}.exit"))
     if record is None:
@@ -103,6 +115,38 @@ def gpu_now(executable: str | None = None, timeout_s: float = 3.0) -> list[dict[
             gpus.append({"index": int(fields[0]), "name": fields[1], "utilization_pct": int(fields[2]),
                          "memory_used_mib": int(fields[3]), "memory_total_mib": int(fields[4])})
     return gpus
+
+
+def _duration(process: Process, summary: dict[str, Any]) -> tuple[float | None, str | None]:
+    """How long an ended training took, and where that figure comes from."""
+    seconds = summary.get("total_time_s")
+    if seconds is None and summary.get("total_time_minutes") is not None:
+        seconds = float(summary["total_time_minutes"]) * 60
+    if seconds is not None and float(seconds) > 0:
+        return float(seconds), "trainer statistics"
+    start = process.create_time or _epoch(process.started_at)
+    ends = ((_mtime(Path(f"{process.log_path}.exit")), "trainer process start to exit"),
+            (_mtime(Path(process.log_path)), "trainer process start to its last log output"),
+            (_epoch(process.ended_at), "trainer process start to its recorded end"))
+    for end, source in ends:
+        if start and end is not None and end >= start:
+            return end - start, f"{source}, model load and validation included"
+    return None, None
+
+
+def _epoch(moment: datetime | None) -> float | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:  # the store keeps UTC; SQLite hands it back naive
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
 
 
 def _steady(samples: list[float | None]) -> float | None:

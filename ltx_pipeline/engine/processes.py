@@ -62,8 +62,15 @@ def launch_detached(argv: Sequence[str], *, cwd: Path, env_overrides: Mapping[st
 _REAPERS: dict[int, subprocess.Popen[bytes]] = {}
 
 
-def is_alive(pid: int, create_time: float, host: str) -> bool:
-    """True only when ``pid`` runs on this host and started when the recorded process did."""
+def is_alive(pid: int, create_time: float, host: str, marker: str | None = None) -> bool:
+    """True only when ``pid`` runs on this host and is the recorded process.
+
+    The recorded process is recognised by its start time; when that differs (psutil derives it from
+    the boot time, which a clock adjustment shifts between two engine processes) by ``marker``, a
+    string only its command line holds (the supervisor's exit-file path). A pid reused by another
+    program matches neither, so it is never taken for our trainer; our own trainer is never taken
+    for dead because the clock moved.
+    """
     if host != socket.gethostname():
         return False
     reaper = _REAPERS.get(pid)
@@ -71,9 +78,12 @@ def is_alive(pid: int, create_time: float, host: str) -> bool:
         return False
     try:
         process = psutil.Process(pid)
-        return bool(abs(process.create_time() - create_time) <= _START_TIME_TOLERANCE_S
-                    and process.status() != psutil.STATUS_ZOMBIE)
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        if abs(process.create_time() - create_time) <= _START_TIME_TOLERANCE_S:
+            return True
+        return marker is not None and any(marker == part for part in process.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return False
 
 
@@ -86,27 +96,43 @@ def exit_record(exit_file: Path) -> dict[str, Any] | None:
         return None
 
 
-def wait_exit(pid: int, create_time: float, host: str, timeout: float) -> bool:
+def wait_exit(pid: int, create_time: float, host: str, timeout: float, marker: str | None = None) -> bool:
     """Wait up to ``timeout`` seconds for the process to end; True when it did."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not is_alive(pid, create_time, host):
+        if not is_alive(pid, create_time, host, marker):
             return True
         time.sleep(0.1)
-    return not is_alive(pid, create_time, host)
+    return not is_alive(pid, create_time, host, marker)
 
 
 def stop_group(pid: int, create_time: float, host: str, *, interrupt_timeout: float = 30,
-               terminate_timeout: float = 15) -> str:
+               terminate_timeout: float = 15, marker: str | None = None) -> str:
     """SIGINT the process group, then SIGTERM, then SIGKILL. Returns the signal that ended it."""
     for sig, timeout in ((signal.SIGINT, interrupt_timeout), (signal.SIGTERM, terminate_timeout),
                          (signal.SIGKILL, 5.0)):
-        if not is_alive(pid, create_time, host):
+        if not is_alive(pid, create_time, host, marker):
             return "already exited"
         try:
             os.killpg(pid, sig)
         except ProcessLookupError:
             return "already exited"
-        if wait_exit(pid, create_time, host, timeout):
+        if wait_exit(pid, create_time, host, timeout, marker):
+            _reap(pid)
             return signal.Signals(sig).name
     return "still running"
+
+
+def _reap(pid: int) -> None:
+    """Collect a child this process launched, so a stopped supervisor is never left <defunct>."""
+    reaper = _REAPERS.pop(pid, None)
+    if reaper is not None:
+        try:
+            reaper.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    else:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass  # not our child: init reaps it

@@ -72,8 +72,8 @@ class Runner:
         paths = self.workspace.run(run.name)
         with DriverLock(paths.lock_file, run.name):
             for phase_name in self.store.interrupt_running(saved_id(run)):
-                self._emit(run, f"{phase_name} was interrupted last time; it runs again from the start",
-                           "warning", phase_name)
+                self._emit(run, f"{phase_name} was interrupted last time; it runs again (what it launched and "
+                           "is still alive is re-attached, never launched twice)", "warning", phase_name)
             return self._drive_locked(run, request)
 
     def _drive_locked(self, run: Run, request: Any) -> DriveReport:
@@ -85,12 +85,20 @@ class Runner:
         upstream: dict[str, dict[str, Any]] = {}
         reran: str | None = None
         subject: str | None = None
+        frozen = self._frozen_phases(run_id, latest)
         for phase in self.phases:
             ctx = self._context(run, request, upstream, phase.name, approved=subject is not None)
             previous = latest.get(phase.name)
             parts, fingerprint_error = self._fingerprint(phase, ctx)
             fingerprint = digest(parts)
             reason = _why(previous, fingerprint, parts, reran) if fingerprint_error is None else "inputs unreadable"
+            if reason is not None and phase.name in frozen and previous is not None:
+                # A live process of a later phase was launched from these outputs: changing them now
+                # would describe a run that is not the one running. Report, apply once it has ended.
+                self._emit(run, f"{phase.name}: {reason}, since {frozen[phase.name]} was launched; not applied "
+                           "while it runs. Stop it (`ltx-pipeline stop`) or let it finish, then `ltx-pipeline "
+                           "resume` applies the change.", "warning", phase.name)
+                reason = None
             if reason is None:
                 assert previous is not None
                 upstream[phase.name] = previous.outputs
@@ -124,6 +132,20 @@ class Runner:
         lifecycle.finish()
         self.store.set_state(run_id, lifecycle.state, "all phases finished")
         return report
+
+    def _frozen_phases(self, run_id: int, latest: dict[str, PhaseRun]) -> dict[str, str]:
+        """Phases upstream of a phase whose launched process is still alive, each with what runs.
+
+        Liveness is the journal's evidence (pid, start time, the supervisor's command line).
+        """
+        order = [p.name for p in self.phases]
+        live = [row for row in self.store.processes(run_id) if row.status == "running"
+                and RunJournal.handle(row).alive() and row.phase in order]
+        if not live:
+            return {}
+        owner = min(live, key=lambda row: order.index(row.phase))
+        what = f"{owner.kind} (pid {owner.pid}) of {owner.phase}"
+        return {name: what for name in order[: order.index(owner.phase)] if name in latest}
 
     def _run_phase(self, run: Run, phase: Phase, ctx: RunContext, row: PhaseRun, lifecycle: RunLifecycle,
                    fingerprint_error: LtxPipelineError | None) -> PhaseResult:

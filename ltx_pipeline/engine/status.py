@@ -66,11 +66,15 @@ def _run_entry(store: Store, workspace: Workspace, run: Run, log_summary: Any = 
 
 
 def _autotune(row: PhaseRun | None) -> dict[str, Any] | None:
-    """The sweep's trials and pruned configs, as the autotune phase stored them."""
+    """The sweep's trials and pruned configs, as the autotune phase stored them.
+
+    A memory figure the trial did not measure is None (shown as "not measured"); its source, when
+    the record names it, comes along (``peak_source``, ``validation_peak_source``).
+    """
     if row is None or not row.outputs.get("trials"):
         return None
-    keys = ("number", "knobs", "outcome", "fits", "step_time_s", "peak_vram_gb", "validation_peak_vram_gb",
-            "seconds", "reason")
+    keys = ("number", "knobs", "outcome", "fits", "step_time_s", "peak_vram_gb", "peak_source",
+            "validation_peak_vram_gb", "validation_peak_source", "seconds", "reason")
     return {"study": row.outputs.get("study"), "winner": row.outputs.get("winner"),
             "deltas": row.outputs.get("deltas"), "trials": [{k: t.get(k) for k in keys} for t in row.outputs["trials"]],
             "pruned": row.outputs.get("pruned", [])}

@@ -241,7 +241,7 @@ def _check_video(root: Path, path: Path, source: str, data: Mapping[str, Any], p
     if planned and not _fits(source, dims, planned):
         checks.append(Check(
             "error", "shape-mismatch",
-            f"{source}/ was preprocessed at {stored} (sample {path.relative_to(root)}: {key} {list(shape or ())}), "
+            f"{source}/ was preprocessed at {stored} (sample {path}: {key} {list(shape or ())}), "
             f"not at the planned bucket(s) {format_buckets(planned)}", str(root / source),
             f"choose one: (1) reuse it at its resolution: plan bucket {stored}; (2) preprocess into a new "
             f"folder (e.g. {root.parent / '.precomputed-v2'}) for {format_buckets(planned)}; (3) abort"))

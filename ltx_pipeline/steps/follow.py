@@ -66,6 +66,7 @@ class Snapshot:
     alive: bool
     stalled: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    finished: bool = False  # the trainer printed its end-of-training statistics: every step ran
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -144,7 +145,8 @@ class TrainingFollower:
         losses = progress.last_losses(5)
         return Snapshot(self.stage, self.stages, progress.last_step, progress.total_steps, progress.percent,
                         losses[-1] if losses else None, losses, progress.steady_step_time(), progress.eta_seconds(),
-                        latest_ckpt, latest_sample(self.output_dir), progress.wandb_url, alive, self.stalled)
+                        latest_ckpt, latest_sample(self.output_dir), progress.wandb_url, alive, self.stalled,
+                        finished=progress.stats is not None)
 
     # -- recording ---------------------------------------------------------------------------------
 

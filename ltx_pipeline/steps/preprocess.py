@@ -3,58 +3,122 @@
 Heavy: only phases past the approval gate call it. It runs the backend's preprocess command for a
 stage's buckets (mixed: one call with all buckets; chained: one call per stage into its own
 folder), supervised and recorded, appending to ``logs/preprocess.log``; it never passes
-``--overwrite``. Existing output is verified first and reused when it matches (the trainer's
-preprocessing also skips files it already wrote). Afterwards the output is reconciled against
-the metadata: every dropped clip is named, the audio gate holds, shapes match the buckets. The
-checkpoint/text-encoder pair that made the text conditions is recorded beside them, and output
-made with another pair is refused.
+``--overwrite``. Each output folder carries the identity of what made it (``IDENTITY_FILE``: the
+content of the checkpoint and text encoder, the buckets, the trigger and flags), written before
+preprocessing starts, so an interrupted folder is resumed with the same identity. Existing output
+is verified first and reused only when its identity and samples match. A folder of the run's own
+made with another identity (or with none recorded) is the engine's to replace: the autotune
+scratch copy under ``overfit/`` is deleted, a stage's folder is moved aside to
+``<folder>.stale-<digest>``, and preprocessing starts fresh; a folder outside the run is refused.
+Afterwards the output is reconciled against the metadata: every dropped clip is named, the audio
+gate holds, shapes match the buckets. Model identities are cached in ``cache/model-identity.json``
+of the workspace, keyed by path, size and mtime.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.errors import BadDataset, PhaseFailed
 from ltx_pipeline.ltx.buckets import Bucket, format_buckets
-from ltx_pipeline.ltx.data_check import Check, check_conditions_pairing, has_errors
+from ltx_pipeline.ltx.data_check import (
+    Check,
+    data_identity,
+    has_errors,
+    identity_changes,
+    legacy_pairing_matches,
+    made_with,
+    model_identity,
+    model_label,
+)
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import Mode
 from ltx_pipeline.ltx.precomputed import inspect_precomputed
 from ltx_pipeline.trainer_log import read_tail
-from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.workspace import atomic_write, ensure_inside
 
-__all__ = ["PAIRING_FILE", "preprocess", "write_subset_metadata"]
+__all__ = ["IDENTITY_CACHE", "IDENTITY_FILE", "LEGACY_PAIRING_FILE", "model_files", "preprocess", "read_identity",
+           "stage_identity", "write_subset_metadata"]
 
-PAIRING_FILE = "ltx-pipeline-conditions.json"
+IDENTITY_FILE = "ltx-pipeline-data-identity.json"
+LEGACY_PAIRING_FILE = "ltx-pipeline-conditions.json"  # an older engine's record: model paths, sizes, mtimes
+IDENTITY_CACHE = Path("cache") / "model-identity.json"
+
+
+def model_files(workspace: Path, model_path: str | None, text_encoder_path: str | None) -> dict[str, Any]:
+    """``{"model": identity, "text_encoder": identity}`` of the files given to preprocessing.
+
+    A file's header is read once per (path, size, mtime); the cache lives in the workspace.
+    """
+    cache_file = workspace / IDENTITY_CACHE
+    try:
+        loaded = json.loads(cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        loaded = {}
+    cache: dict[str, Any] = dict(loaded.get("files") or {}) if isinstance(loaded, dict) else {}
+    before = json.dumps(cache, sort_keys=True)
+    files = {"model": model_identity(model_path, cache), "text_encoder": model_identity(text_encoder_path, cache)}
+    if json.dumps(cache, sort_keys=True) != before:
+        atomic_write(cache_file, json.dumps({"version": 1, "files": cache}, indent=1, sort_keys=True),
+                     root=workspace)
+    return files
+
+
+def stage_identity(ctx: Any, *, model_path: str | None, text_encoder_path: str | None, buckets: str,
+                   extra_flags: Sequence[str] = ()) -> dict[str, Any]:
+    """The ``data_identity`` preprocessing with these inputs (and the run's trigger) gives its output."""
+    files = model_files(ctx.workspace, model_path, text_encoder_path)
+    return data_identity(files["model"], files["text_encoder"], buckets, trigger=ctx.request.trigger,
+                         flags=extra_flags)
+
+
+def read_identity(folder: Path) -> dict[str, Any] | None:
+    """The identity recorded in a preprocessed folder; an older engine's record comes back with
+    ``"legacy": True``; None when there is none (or it cannot be read)."""
+    for name, legacy in ((IDENTITY_FILE, False), (LEGACY_PAIRING_FILE, True)):
+        try:
+            record = json.loads((folder / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict):
+            return {**record, "legacy": True} if legacy else record
+    return None
 
 
 def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Bucket, ...], output_dir: Path,
-               stage: int, model_path: str, text_encoder_path: str, pairing: dict[str, Any] | None,
+               stage: int, model_path: str, text_encoder_path: str, pairing: dict[str, Any] | None = None,
                extra_flags: list[str]) -> dict[str, Any]:
     """Make sure ``output_dir`` holds this stage's latents; return the reconciliation report.
 
+    ``pairing`` (data_check's record of the model files) is accepted for callers and not used: the
+    identity is computed from the paths, buckets and flags given here.
+
     Raises:
-        BadDataset: the output was made for other buckets or another model pair, or fails the audio gate.
+        BadDataset: a folder outside the run made with another identity or for other buckets, or
+            output failing the audio gate.
         PhaseFailed: the preprocessing command failed (with the tail of its log).
     """
+    bucket_text = format_buckets(buckets)
+    identity = stage_identity(ctx, model_path=model_path, text_encoder_path=text_encoder_path, buckets=bucket_text,
+                              extra_flags=extra_flags)
     media = _primary_media(metadata_file, mode)
+    label = f"Stage {stage}" if stage else "Sanity set"
     if output_dir.is_dir() and any(output_dir.iterdir()):
-        _refuse_other_pair(output_dir, pairing)
-        report = inspect_precomputed(output_dir, mode, list(buckets), load=_load, metadata_media=media,
-                                     metadata_dir=metadata_file.parent)
-        if report.ok and not report.dropped:
-            ctx.narrate(f"Stage {stage}: {output_dir} already holds {report.usable_samples} matching sample(s); "
-                        "reusing it.")
-            return _summary(report, reused=True)
-        _refuse_mismatch(report.checks, output_dir)
-    ctx.narrate(f"Preprocessing {metadata_file.name} at {format_buckets(buckets)} into {output_dir} "
+        reused = _verify_existing(ctx, output_dir, identity, label, mode, buckets, media, metadata_file,
+                                  model_path, text_encoder_path)
+        if reused is not None:
+            return reused
+    ctx.narrate(f"Preprocessing {metadata_file.name} at {bucket_text} into {output_dir} "
                 "(resolution-specific latents; this can take a while on large datasets).")
-    spec = ctx.backend.preprocess_command(metadata_file, format_buckets(buckets), output_dir, model_path=model_path,
+    spec = ctx.backend.preprocess_command(metadata_file, bucket_text, output_dir, model_path=model_path,
                                           text_encoder_path=text_encoder_path, trigger=ctx.request.trigger,
                                           extra_flags=extra_flags)
+    _record(ctx, output_dir, identity)  # first: an interrupted folder is resumed with the same identity
     log = ctx.paths.logs / "preprocess.log"
     handle = ctx.journal.run_to_end("preprocess", stage, spec, log)
     record = handle.exit()
@@ -62,8 +126,6 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
         tail = " | ".join(line.strip() for line in read_tail(log, 3) if line.strip())
         raise PhaseFailed(ctx.phase, 0, f"preprocessing failed ({'killed' if record is None else record})"
                           f": {tail}", str(log))
-    if pairing is not None:
-        atomic_write(output_dir / PAIRING_FILE, json.dumps(pairing, indent=2), root=ctx.workspace)
     report = inspect_precomputed(output_dir, mode, list(buckets), load=_load, metadata_media=media,
                                  metadata_dir=metadata_file.parent)
     for check in report.checks:
@@ -73,7 +135,93 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
         first = next(c for c in report.checks if c.severity == "error")
         raise BadDataset(f"Preprocessed data failed its check: {first.message}", where=str(output_dir),
                          fix=first.fix or "see logs/preprocess.log")
-    return _summary(report, reused=False)
+    return {**_summary(report, reused=False), "data_identity": identity["digest"]}
+
+
+def _verify_existing(ctx: Any, output_dir: Path, identity: dict[str, Any], label: str, mode: Mode,
+                     buckets: tuple[Bucket, ...], media: list[str], metadata_file: Path, model_path: str,
+                     text_encoder_path: str) -> dict[str, Any] | None:
+    """The summary when ``output_dir`` can be reused as it is; None when it must be (re)preprocessed
+    (a folder of the run's own made with another identity is set aside first)."""
+    own = _inside(output_dir, ctx.paths.root)
+    recorded = read_identity(output_dir)
+    legacy = recorded is not None and recorded.get("legacy") is True
+    if legacy:
+        changes = {} if legacy_pairing_matches(recorded or {}, model_path, text_encoder_path) else \
+            {"model": f"{(recorded or {}).get('model', {}).get('path')} -> {model_label(identity['model'])}"}
+    elif recorded is None:
+        changes = {"record": "none"}
+    else:
+        changes = identity_changes(recorded, identity)
+    if changes:
+        if not own:
+            _refuse_foreign(output_dir, recorded, identity, changes)
+        _set_aside(ctx, output_dir, recorded, changes, label)
+        return None
+    report = inspect_precomputed(output_dir, mode, list(buckets), load=_load, metadata_media=media,
+                                 metadata_dir=metadata_file.parent)
+    if report.ok and not report.dropped:
+        ctx.narrate(f"{label}: {output_dir} already holds {report.usable_samples} matching sample(s) made with "
+                    f"{model_label(identity['model'])}; reusing it.")
+        if legacy:
+            _record(ctx, output_dir, identity)
+        return {**_summary(report, reused=True), "data_identity": identity["digest"]}
+    mismatch = next((c for c in report.checks if c.code in ("shape-mismatch", "bad-sample")), None)
+    if mismatch is not None:
+        if not own:
+            raise BadDataset(mismatch.message, where=str(output_dir), fix=_with_fresh(mismatch))
+        _set_aside(ctx, output_dir, recorded, {"samples": mismatch.message}, label)
+    return None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    resolved, base = path.resolve(), root.resolve()
+    return resolved != base and base in resolved.parents
+
+
+def _record(ctx: Any, output_dir: Path, identity: dict[str, Any]) -> None:
+    atomic_write(output_dir / IDENTITY_FILE, json.dumps(identity, indent=2), root=ctx.workspace)
+
+
+def _set_aside(ctx: Any, folder: Path, recorded: dict[str, Any] | None, changes: dict[str, str], label: str) -> None:
+    """Replace a folder of the run's own: delete autotune's scratch copy, move a stage's folder aside."""
+    ensure_inside(ctx.paths.root, folder)
+    if "record" in changes and recorded is None:
+        why = "has no record of the model it was made with"
+    elif "samples" in changes:
+        why = f"does not match ({changes['samples']})"
+    else:
+        detail = "; ".join(f"{part} {change}" for part, change in changes.items())
+        why = f"was made with {made_with(changes)} ({detail})"
+    if _inside(folder, ctx.paths.overfit):
+        shutil.rmtree(folder)
+        disposal = "the scratch copy was deleted"
+    else:
+        short = str((recorded or {}).get("digest") or "")[7:15] or "unrecorded"
+        stale = folder.with_name(f"{folder.name}.stale-{short}")
+        counter = 1
+        while stale.exists():
+            counter += 1
+            stale = folder.with_name(f"{folder.name}.stale-{short}-{counter}")
+        folder.rename(stale)
+        disposal = f"the old data is kept in {stale}"
+    ctx.narrate(f"{label}: {folder} {why}; preprocessing again into {folder} ({disposal}).")
+
+
+def _refuse_foreign(folder: Path, recorded: dict[str, Any] | None, identity: dict[str, Any],
+                    changes: dict[str, str]) -> None:
+    detail = "; ".join(f"{part} {change}" for part, change in changes.items())
+    made = "has no record of the model it was made with" if recorded is None else \
+        f"was made with {made_with(changes)} ({detail})"
+    raise BadDataset(f"{folder} {made}; this run uses {model_label(identity['model'])} at "
+                     f"{identity['buckets']}: refusing to reuse or change it", where=str(folder),
+                     fix="pass --fresh-preprocess to preprocess into the run's own folder (yours is left as it is)")
+
+
+def _with_fresh(check: Check) -> str:
+    fix = (check.fix or "preprocess into a new folder").rstrip(".")
+    return fix if "--fresh-preprocess" in fix else \
+        f"{fix}; or pass --fresh-preprocess to preprocess into the run's own folder (yours is left as it is)"
 
 
 def write_subset_metadata(ctx: Any, metadata_file: Path, rows: int, target: Path) -> tuple[Path, int]:
@@ -94,22 +242,6 @@ def _primary_media(metadata_file: Path, mode: Mode) -> list[str]:
     rows = read_metadata_rows(metadata_file)
     names = [str(r.get(column) or r.get("media_path") or "") for r in rows]
     return [n for n in names if n]
-
-
-def _refuse_other_pair(output_dir: Path, pairing: dict[str, Any] | None) -> None:
-    record = output_dir / PAIRING_FILE
-    if pairing is None or not record.is_file():
-        return
-    checks = check_conditions_pairing(json.loads(record.read_text(encoding="utf-8")), pairing)
-    if has_errors(checks):
-        raise BadDataset(checks[0].message, where=str(output_dir), fix=checks[0].fix or "preprocess elsewhere")
-
-
-def _refuse_mismatch(checks: list[Check], output_dir: Path) -> None:
-    mismatch = next((c for c in checks if c.code in ("shape-mismatch", "bad-sample")), None)
-    if mismatch is not None:
-        raise BadDataset(mismatch.message, where=str(output_dir),
-                         fix=mismatch.fix or "preprocess into a new folder; existing data is never overwritten")
 
 
 def _summary(report: Any, reused: bool) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,9 @@ from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.trainer_log import Failure, classify_failure, read_tail
 from ltx_pipeline.workspace import atomic_write
 
-__all__ = ["FINGERPRINT_KEYS", "CheckpointPair", "check_compatible", "checkpoint_pairs", "config_fingerprint",
-           "failure_report", "latest_pair", "patch_resume", "proposed_diff", "read_state"]
+__all__ = ["CheckpointPair", "FINGERPRINT_KEYS", "check_compatible", "checkpoint_pairs", "config_fingerprint",
+           "failure_report", "latest_pair", "patch_resume", "proposed_diff", "read_state",
+           "refuse_incompatible_checkpoints", "set_aside"]
 
 FINGERPRINT_KEYS = ("optimizer_type", "scheduler_type", "training_mode", "lora_rank")
 _WEIGHTS_RE = re.compile(r"^(lora|model)_weights_step_(\d+)\.safetensors$")
@@ -121,12 +123,60 @@ def check_compatible(pair: CheckpointPair, config: dict[str, Any]) -> int:
     changed = [f"{key}: {saved.get(key)} -> {now.get(key)}" for key in FINGERPRINT_KEYS
                if (key in saved or key in now) and saved.get(key) != now.get(key)]
     if changed:
+        keys = [key for key in FINGERPRINT_KEYS if (key in saved or key in now) and saved.get(key) != now.get(key)]
+        restore = "; ".join(_REQUEST_FIELDS.get(key, key).format(old=saved.get(key)) for key in keys)
         raise ResumeRefused(
             f"Cannot resume from step {pair.step}: {', '.join(changed)} changed since that checkpoint, so the "
             "trainer would silently restart at step 0 and overwrite earlier checkpoints",
             where=str(pair.weights),
-            fix="restore those settings in the config, or start a new run (a new output_dir) deliberately")
+            fix=f"{restore}, then `ltx-pipeline resume`; or `ltx-pipeline resume --restart-training` to train "
+                "this stage again from step 0 into a fresh output folder (the old checkpoints are kept)")
     return int(state.get("global_step", pair.step))
+
+
+# Where each trainer fingerprint field comes from in the run request (run.yaml), so the fix names
+# what the user can change: config.yaml itself is regenerated from run.yaml.
+_REQUEST_FIELDS = {
+    "lora_rank": "set `rank: {old}` back in run.yaml (or `ltx-pipeline run --run NAME --rank {old}`)",
+    "training_mode": "set `training_mode: {old}` back in run.yaml (or `--training-mode {old}`)",
+    "optimizer_type": "the optimizer was {old} (chosen by the plan's tier and autotune); keep the run's "
+                      "--effective-batch, --buckets and GPUs as they were so autotune keeps it",
+    "scheduler_type": "the scheduler was {old} (from the mode's template); use the same --mode and trainer "
+                      "checkout",
+}
+
+
+def refuse_incompatible_checkpoints(config_path: Path, checkpoints_dir: Path, final_step: int) -> None:
+    """Refuse now, before any heavy phase, when an unfinished stage's checkpoint cannot be resumed.
+
+    Raises:
+        ResumeRefused: the newest complete pair's training state differs from the config's fingerprint.
+    """
+    pair = latest_pair(checkpoints_dir)
+    if pair is None or pair.step >= final_step:
+        return
+    check_compatible(pair, yaml.safe_load(config_path.read_text(encoding="utf-8")) or {})
+
+
+def set_aside(output_dir: Path, *, workspace: Path) -> Path | None:
+    """Move a stage's output folder aside (kept, never deleted) so its training starts fresh.
+
+    Returns:
+        Where the old folder now is, or None when there was nothing to keep.
+    """
+    if not output_dir.is_dir() or not any(output_dir.iterdir()):
+        return None
+    if workspace.resolve() not in output_dir.resolve().parents:
+        raise ResumeRefused(f"{output_dir} is outside the workspace", where=str(output_dir),
+                            fix="keep run outputs inside the workspace")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = output_dir.with_name(f"{output_dir.name}.kept-{stamp}")
+    counter = 1
+    while target.exists():
+        counter += 1
+        target = output_dir.with_name(f"{output_dir.name}.kept-{stamp}-{counter}")
+    output_dir.rename(target)
+    return target
 
 
 def patch_resume(config_path: Path, pair: CheckpointPair, *, workspace: Path) -> list[dict[str, Any]]:

@@ -88,6 +88,13 @@ def test_failure_is_classified_and_apply_fix_patches_and_retries(workspace, tmp_
     assert not (workspace / "r1" / "failure.json").exists()
     store, run = store_of(workspace)
     assert [p.status for p in store.processes(run.id, "train")] == ["exited", "exited", "exited"]
+    # The retry launched the config as --apply-fix patched it, validated again after the patch.
+    from ltx_pipeline.engine.journal import config_sha256
+
+    last = store.processes(run.id, "train")[-1]
+    assert last.config_sha256 == config_sha256(workspace / "r1" / "config.yaml")
+    validated = [e.message for e in store.events(run.id) if e.message.startswith("validated config.yaml")]
+    assert len(validated) == 3 and last.config_sha256[:19] in validated[-1]
 
 
 @pytest.mark.usefixtures("training_registered")

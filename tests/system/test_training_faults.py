@@ -68,13 +68,20 @@ def test_killed_trainer_resumes_from_its_last_checkpoint_at_its_step(workspace, 
     assert resume(workspace) == 0
     processes = store.processes(run.id, "train")
     assert [p.status for p in processes] == ["crashed", "exited"]
-    log = (workspace / "r1" / "logs" / "train.log").read_text()
-    second = log.split("=== ltx-pipeline: launch 2")[1]
+    first = (workspace / "r1" / "logs" / "train.log").read_text()
+    second = (workspace / "r1" / "logs" / "train.attempt-2.log").read_text()  # each attempt keeps its own log
+    assert "=== ltx-pipeline: launch 1" in first and "launch 2" not in first and "Step 4/16" in first
+    assert second.startswith("=== ltx-pipeline: launch 2")
     assert f"Resuming training from step {killed_at}" in second  # the trainer's own step counter
     assert f"Step {killed_at + 1}/16" in second and "Step 1/16" not in second
     assert f"model.load_checkpoint None -> {checkpoints}/lora_weights_step_{killed_at:05d}.safetensors" in \
         "\n".join(e.message for e in store.events(run.id))
     assert (workspace / "r1" / "outputs" / "run-summary.md").is_file()
+    # The relaunch ran the config with resume's load_checkpoint patch in it, validated after that patch.
+    from ltx_pipeline.engine.journal import config_sha256
+
+    assert processes[-1].config_sha256 == config_sha256(config)
+    assert processes[0].config_sha256 != processes[-1].config_sha256
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The data-check rules: each mode's metadata and preprocessed data, clip lengths, conditions pairing."""
+"""The data-check rules: each mode's metadata and preprocessed data, clip lengths, the data identity."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from ltx_pipeline.ltx.buckets import Bucket
 from ltx_pipeline.ltx.data_check import (
     Check,
     check_clip_lengths,
-    check_conditions_pairing,
+    check_data_identity,
     check_metadata,
-    conditions_fingerprint,
+    data_identity,
     format_checks,
+    identity_changes,
+    model_identity,
 )
 from ltx_pipeline.ltx.metadata import sample_name
 from ltx_pipeline.ltx.modes import MODES, Mode
@@ -167,33 +169,99 @@ def test_every_clip_short_is_an_error_and_long_clips_pass() -> None:
     assert check_clip_lengths({"a.mp4": 49, "b.mp4": 300}, [Bucket(512, 288, 49)]) == []
 
 
-# --- conditions pairing -----------------------------------------------------------------------------
+# --- data identity ---------------------------------------------------------------------------------
 
-def test_conditions_pairing_match_mismatch_and_no_record(tmp_path: Path) -> None:
-    model = tmp_path / "ltx-2.3.safetensors"
-    model.write_bytes(b"x" * 10)
-    other = tmp_path / "ltx-2.5.safetensors"
-    other.write_bytes(b"y" * 10)
+def safetensors(path: Path, metadata: dict[str, str], payload: bytes = bytes(16)) -> Path:
+    """A minimal safetensors file: 8-byte header length, a JSON header, then the tensor bytes."""
+    header = {"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}, "__metadata__": metadata}
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + payload)
+    return path
+
+
+def test_model_identity_is_the_content_of_the_header_not_the_path(tmp_path: Path) -> None:
+    model = safetensors(tmp_path / "ltx-2.3.safetensors", {"config": "a"})
+    ident = model_identity(str(model))
+    assert ident["kind"] == "safetensors" and ident["size"] == model.stat().st_size
+    assert ident["content"].startswith("sha256:") and ident["path"] == str(model.resolve())
+    moved = tmp_path / "elsewhere" / "renamed.safetensors"
+    moved.parent.mkdir()
+    moved.write_bytes(model.read_bytes())
+    assert model_identity(str(moved))["content"] == ident["content"]  # same bytes at another path: same model
+    other = safetensors(tmp_path / "ltx-2.5.safetensors", {"config": "b"})
+    assert model_identity(str(other))["content"] != ident["content"]
+    # Only the header (and the size) is read: the tensor bytes are not hashed.
+    safetensors(tmp_path / "same-header.safetensors", {"config": "a"}, payload=b"\x01" * 16)
+    assert model_identity(str(tmp_path / "same-header.safetensors"))["content"] == ident["content"]
+    plain = tmp_path / "model.bin"
+    plain.write_bytes(b"not a safetensors file")
+    assert model_identity(str(plain))["kind"] == "file"
+    assert model_identity(str(tmp_path / "absent.safetensors"))["kind"] == "missing"
+    assert model_identity(None)["kind"] == "missing"
+
+
+def test_model_identity_cache_is_keyed_by_path_size_and_mtime(tmp_path: Path) -> None:
+    model = safetensors(tmp_path / "base.safetensors", {"config": "a"})
+    cache: dict[str, Any] = {}
+    first = model_identity(str(model), cache)
+    entry = cache[str(model.resolve())]
+    assert entry["size"] == model.stat().st_size and entry["mtime_ns"] == model.stat().st_mtime_ns
+    entry["identity"] = {**first, "content": "sha256:cached"}
+    assert model_identity(str(model), cache)["content"] == "sha256:cached"  # unchanged file: header not read
+    os.utime(model, ns=(model.stat().st_atime_ns, model.stat().st_mtime_ns + 1_000_000))
+    assert model_identity(str(model), cache)["content"] == first["content"]  # touched: read again
+
+
+def test_text_encoder_folder_identity_is_its_config_and_file_listing(tmp_path: Path) -> None:
     gemma = tmp_path / "gemma"
     gemma.mkdir()
+    (gemma / "config.json").write_text('{"model_type": "gemma3"}')
     (gemma / "model.safetensors").write_bytes(b"g" * 5)
-    recorded = conditions_fingerprint(str(model), str(gemma))
-    assert recorded["digest"].startswith("sha256:")
-    assert recorded["text_encoder"]["files"] == [["model.safetensors", 5]]
-
-    assert check_conditions_pairing(recorded, conditions_fingerprint(str(model), str(gemma))) == []
-    switched = only(check_conditions_pairing(recorded, conditions_fingerprint(str(other), str(gemma))),
-                    "conditions-pairing")
-    assert switched.severity == "error" and "ltx-2.5.safetensors" in switched.message
-    assert "new folder" in (switched.fix or "")
-
+    (gemma / ".cache").mkdir()
+    (gemma / ".cache" / "download.lock").write_text("x")
+    ident = model_identity(str(gemma))
+    assert ident["kind"] == "folder" and ident["files"] == [["config.json", 24], ["model.safetensors", 5]]
+    (gemma / ".cache" / "download.lock").write_text("changed")
+    assert model_identity(str(gemma))["content"] == ident["content"]  # hidden entries do not count
     (gemma / "tokenizer.json").write_text("{}")
-    changed = only(check_conditions_pairing(recorded, conditions_fingerprint(str(model), str(gemma))),
-                   "conditions-pairing")
-    assert "text encoder" in changed.message and "changed on disk" in changed.message
+    assert model_identity(str(gemma))["content"] != ident["content"]
 
-    unproven = only(check_conditions_pairing(None, recorded), "conditions-unproven")
+
+def test_data_identity_covers_models_buckets_and_flags(tmp_path: Path) -> None:
+    model = model_identity(str(safetensors(tmp_path / "a.safetensors", {"config": "a"})))
+    other = model_identity(str(safetensors(tmp_path / "b.safetensors", {"config": "b"})))
+    gemma = tmp_path / "gemma"
+    gemma.mkdir()
+    (gemma / "config.json").write_text("{}")
+    encoder = model_identity(str(gemma))
+    base = data_identity(model, encoder, "64x64x17", trigger=None)
+    assert base["digest"].startswith("sha256:")
+    assert data_identity(model, encoder, "64x64x17", trigger=None)["digest"] == base["digest"]
+    assert identity_changes(base, data_identity(model, encoder, "64x64x17", trigger=None)) == {}
+    changed = identity_changes(base, data_identity(other, encoder, "96x64x17", trigger="fx", flags=["--skip-audio"]))
+    assert set(changed) == {"model", "buckets", "flags"}
+    assert changed["model"].startswith("a.safetensors (") and "-> b.safetensors (" in changed["model"]
+    assert changed["buckets"] == "64x64x17 -> 96x64x17"
+
+
+def test_a_users_data_made_with_another_model_is_refused_with_the_fresh_preprocess_fix(tmp_path: Path) -> None:
+    model = model_identity(str(safetensors(tmp_path / "ltx-2.3.safetensors", {"config": "a"})))
+    other = model_identity(str(safetensors(tmp_path / "ltx-2.5.safetensors", {"config": "b"})))
+    gemma = model_identity(str(tmp_path))
+    recorded = data_identity(model, gemma, "64x64x17", trigger=None)
+    assert check_data_identity(recorded, data_identity(model, gemma, "64x64x17", trigger=None), "pre") == []
+    switched = only(check_data_identity(recorded, data_identity(other, gemma, "64x64x17", trigger=None), "pre"),
+                    "data-identity")
+    assert switched.severity == "error"
+    assert "ltx-2.3.safetensors (" in switched.message and "ltx-2.5.safetensors (" in switched.message
+    assert "--fresh-preprocess" in (switched.fix or "") and str(tmp_path / "ltx-2.3.safetensors") in switched.fix
+    flags = only(check_data_identity(recorded, data_identity(model, gemma, "64x64x17", trigger="fx"), "pre"),
+                 "data-flags")
+    assert flags.severity == "warning"
+    unproven = only(check_data_identity(None, recorded, "pre"), "data-identity-unproven")
     assert unproven.severity == "warning" and "cannot prove" in unproven.message
+    assert "--fresh-preprocess" in (unproven.fix or "")
 
 
 # --- .precomputed -----------------------------------------------------------------------------------
@@ -325,3 +393,17 @@ def test_broken_samples_and_leftover_temp_files(tmp_path: Path) -> None:
 def test_missing_root_is_an_error(tmp_path: Path) -> None:
     report = inspect_precomputed(tmp_path / "nope", MODES["t2v"], [SMALL], load=torch_load)
     assert codes(report.checks) == ["missing-precomputed"]
+
+
+@needs_torch
+def test_a_shape_mismatch_names_the_sample_file_by_its_whole_path(tmp_path: Path) -> None:
+    """A clip outside the metadata folder mirrors its absolute path under latents/ (facts §6.2): the
+    message names the sample file itself, not ``latents`` glued to the clip's absolute path."""
+    root = tmp_path / "overfit" / ".precomputed"
+    name = "tmp/data/videos/clip0"  # what /tmp/data/videos/clip0.mp4 becomes
+    build(root, MODES["t2v"], [name], bucket=SMALL)
+    check = only(inspect_precomputed(root, MODES["t2v"], [Bucket(96, 64, 17)], load=torch_load).checks,
+                 "shape-mismatch")
+    sample = root / "latents" / "tmp" / "data" / "videos" / "clip0.pt"
+    assert f"(sample {sample}:" in check.message
+    assert "sample latents" not in check.message
