@@ -16,13 +16,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ltx_pipeline.errors import BadRequest
+from ltx_pipeline.errors import BadDataset, BadRequest
 from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, parse_buckets
 from ltx_pipeline.ltx.modes import MODES, get_mode
 from ltx_pipeline.workspace import atomic_write, validate_run_name
 
 __all__ = ["BACKENDS", "RunRequest", "build_request", "default_run_name", "load_request", "read_request_file",
-           "save_request"]
+           "refuse_unusable_dataset", "save_request"]
 
 BACKENDS = ("ltx", "reference", "simulated")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
@@ -81,6 +81,14 @@ class RunRequest(BaseModel):
     def _local_path(cls, value: str | None) -> str | None:
         if value is not None and _URL.match(value.strip()):
             raise ValueError(f"{value!r} is a URL; model and data paths must be local files or folders")
+        return value
+
+    @field_validator("buckets")
+    @classmethod
+    def _buckets_not_blank(cls, value: str | None) -> str | None:
+        # An empty --buckets would silently mean "the default": say so instead.
+        if value is not None and not value.strip():
+            raise ValueError("buckets is empty; leave the option out for the default, or give buckets")
         return value
 
     @field_validator("trigger")
@@ -151,6 +159,27 @@ def build_request(values: dict[str, Any], where: str = "options") -> RunRequest:
                          fix=_fix_hint(field)) from None
     except BadRequest:
         raise
+
+
+def refuse_unusable_dataset(request: RunRequest) -> None:
+    """Refuse, before a run is created or changed, a metadata file the mode's preprocessing cannot use.
+
+    Shape problems (not a list of rows, a required column missing) are bad input, reported together;
+    the contents of the rows (media files, captions) are the data check's job.
+
+    Raises:
+        BadDataset: with every missing column of the file, or why it cannot be read as rows.
+    """
+    from ltx_pipeline.ltx.data_check import check_metadata
+
+    path = Path(request.dataset).expanduser()
+    if not path.is_file() or path.suffix.lower() not in {".csv", ".json", ".jsonl"}:
+        return  # folders, .precomputed and missing paths are classified (and refused) by the probe
+    report = check_metadata(path, get_mode(request.mode))  # BadDataset when it is not rows
+    missing = [check for check in report.checks if check.code == "missing-column"]
+    if missing:
+        raise BadDataset("; ".join(check.message for check in missing), where=str(path.absolute()),
+                         fix="; ".join(dict.fromkeys(check.fix for check in missing if check.fix)))
 
 
 def _fix_hint(field: str) -> str:

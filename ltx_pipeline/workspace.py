@@ -30,6 +30,10 @@ DB_FILENAME = "ltx-pipeline.db"
 OPTUNA_DB_FILENAME = "optuna.db"
 WORKSPACE_ENV = "LTX_PIPELINE_WORKSPACE"
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# Device names Windows reserves in every folder (with any extension): a run folder named so cannot be
+# created there, nor on a share served from it.
+_RESERVED_NAMES = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in range(1, 10)),
+                             *(f"LPT{n}" for n in range(1, 10))})
 
 
 def default_workspace() -> Path:
@@ -38,12 +42,16 @@ def default_workspace() -> Path:
 
 
 def validate_run_name(name: str) -> str:
-    """Accept only names made of letters, digits, '.', '_' and '-' (no leading dot, no '..').
+    """Accept only names made of letters, digits, '.', '_' and '-' (no leading or trailing dot, no '..',
+    no name Windows reserves).
 
     Raises:
         UnsafePath: the name could escape the workspace or is not portable.
     """
-    if not _RUN_NAME.match(name) or ".." in name:
+    if _RUN_NAME.match(name) and name.split(".", 1)[0].upper() in _RESERVED_NAMES:
+        raise UnsafePath(f"Run name {name!r} is a device name reserved on Windows and on shares served from it",
+                         where="--run", fix="choose another name, e.g. add a suffix like '-1'")
+    if not _RUN_NAME.match(name) or ".." in name or name.endswith("."):
         raise UnsafePath(
             f"Run name {name!r} is not allowed",
             where="--run",

@@ -22,10 +22,11 @@ from ltx_pipeline.request import (
     default_run_name,
     load_request,
     read_request_file,
+    refuse_unusable_dataset,
     save_request,
 )
 from ltx_pipeline.store import Run, Store
-from ltx_pipeline.workspace import Workspace
+from ltx_pipeline.workspace import Workspace, validate_run_name
 
 __all__ = ["drive_run", "latest_run_name", "open_workspace", "prepare_run", "request_options", "with_request_file"]
 
@@ -84,12 +85,15 @@ def open_workspace(workspace: Path | None, create: bool = True) -> tuple[Workspa
 
 def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict[str, Any]) -> tuple[Run, RunRequest]:
     """Create the run, or update an existing one's run.yaml with the options given."""
+    if run_name is not None:
+        validate_run_name(run_name)  # "" and reserved names are refused, not replaced by a default
     existing = store.get_run(run_name) if run_name else None
     if existing is None:
         if "dataset" not in options:
             raise BadRequest("A new run needs a dataset", where="--dataset",
                              fix="pass --dataset PATH (or --run NAME of an existing run)")
         request = build_request(options)
+        refuse_unusable_dataset(request)  # before anything of the run is written
         name = run_name or default_run_name(request)
         paths = ws.run(name)
         if store.get_run(name) is None:
@@ -100,6 +104,7 @@ def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict
     request = load_request(paths.request_file)
     if options:
         request = build_request({**request.model_dump(exclude_none=True), **options})
+        refuse_unusable_dataset(request)
         save_request(paths.request_file, request, ws.root)
     return existing, request
 

@@ -76,14 +76,13 @@ def test_chained_stages_warm_start_from_the_previous_final_weights(run_cli, work
     assert [c["output_dir"] for c in configs] == [str(workspace.resolve() / f"r1/outputs/stage-{k}") for k in (1, 2, 3)]
 
 
-def test_missing_required_column_for_the_mode_stops_with_a_report(run_cli, workspace, clips_dataset,
-                                                                  ltx_prereqs) -> None:
+def test_missing_required_column_for_the_mode_is_refused_before_the_run_exists(run_cli, workspace, clips_dataset,
+                                                                             ltx_prereqs) -> None:
     configs = Path(ltx_prereqs["trainer_root"]) / "packages/ltx-trainer/configs"
     (configs / "v2v_ic_lora.yaml").write_text((configs / "t2v_lora.yaml").read_text())
     code, _, err = run_cli(clips_dataset, "--mode", "v2v")
     assert code == 2 and "reference_video" in err and err.count("\n") == 1
-    report = (workspace / "r1" / "data-check.md").read_text()
-    assert "reference_video" in report
+    assert not (workspace / "r1").exists(), "bad input writes nothing of the run (no plan to approve)"
 
 
 def test_zero_batches_across_gpus_is_refused_by_validate(run_cli, workspace, clips_dataset) -> None:

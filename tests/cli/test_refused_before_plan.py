@@ -1,0 +1,66 @@
+"""Unusable requests are refused with one line and exit 2 before any run exists, never planned (#13)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ltx_pipeline.cli import main
+from tests.conftest import H100_SMI
+
+
+def _metadata(root: Path, name: str, content: object) -> Path:
+    (root / "videos").mkdir(parents=True, exist_ok=True)
+    (root / "videos" / "a.mp4").write_bytes(b"\x00" * 64)
+    path = root / name
+    path.write_text(json.dumps(content))
+    return path
+
+
+GOOD = [{"caption": "a red fox", "video": "videos/a.mp4"}]
+CASES = {
+    "empty buckets": (GOOD, ["--buckets", ""], "buckets is empty"),
+    "empty run name": (GOOD, ["--run", ""], "Run name '' is not allowed"),
+    "reserved run name": (GOOD, ["--run", "CON"], "reserved on Windows"),
+    "reserved run name with extension": (GOOD, ["--run", "lpt1.final"], "reserved on Windows"),
+    "no caption column": ([{"video": "videos/a.mp4"}], [], "needs column `caption`"),
+    "no media column": ([{"caption": "a red fox"}], [], "needs column `video` or `media_path`"),
+    "top level is an object": ({"caption": "a red fox", "video": "videos/a.mp4"}, [],
+                               "JSON metadata is not a list of objects"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_request_exits_2_with_one_line_and_writes_no_run(case: str, tmp_path: Path, fake_smi,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    content, extra, expected = CASES[case]
+    dataset = _metadata(tmp_path / "data", "dataset.json", content)
+    workspace = tmp_path / "ws"
+    code = main(["run", "--workspace", str(workspace), "--dataset", str(dataset), "--nvidia-smi",
+                 fake_smi(H100_SMI), "--approve", *extra])
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert code == 2, captured.out + captured.err
+    assert len(lines) == 1 and expected in lines[0] and "Fix:" in lines[0], lines
+    assert "Traceback" not in captured.err
+    runs = [p.name for p in workspace.iterdir() if p.is_dir()] if workspace.exists() else []
+    assert runs == [], f"a run folder was written: {runs}"
+    code = main(["status", "--workspace", str(workspace), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["runs"] == []
+
+
+def test_a_metadata_change_in_run_yaml_is_refused_before_the_run_changes(tmp_path: Path, fake_smi,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    good = _metadata(tmp_path / "data", "dataset.json", GOOD)
+    bad = _metadata(tmp_path / "data", "nocaption.json", [{"video": "videos/a.mp4"}])
+    workspace = tmp_path / "ws"
+    base = ["--workspace", str(workspace), "--run", "r1", "--nvidia-smi", fake_smi(H100_SMI)]
+    assert main(["run", "--dataset", str(good), *base]) == 3
+    request_before = (workspace / "r1" / "run.yaml").read_text()
+    capsys.readouterr()
+    assert main(["run", "--dataset", str(bad), *base]) == 2
+    assert "needs column `caption`" in capsys.readouterr().err
+    assert (workspace / "r1" / "run.yaml").read_text() == request_before
