@@ -52,10 +52,21 @@ class LaunchSpec:
 
     @property
     def printable(self) -> str:
-        """A copy-pasteable, shlex-quoted form: ``cd DIR && VAR=value argv...`` with secrets redacted."""
+        """A copy-pasteable, shlex-quoted form: ``cd DIR && VAR=value argv...`` with secrets redacted.
+
+        The ``cd`` is left out when the command itself names ``cwd`` as its ``--directory``.
+        """
         assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(redact_env(self.env).items()))
         command = shlex.join(self.argv)
-        return f"cd {shlex.quote(str(self.cwd))} && " + (f"{assignments} {command}" if assignments else command)
+        line = f"{assignments} {command}" if assignments else command
+        if self._sets_own_directory():
+            return line  # e.g. `uv run --directory DIR`: a `cd DIR &&` before it would say it twice
+        return f"cd {shlex.quote(str(self.cwd))} && {line}"
+
+    def _sets_own_directory(self) -> bool:
+        argv = list(self.argv)
+        return any(flag == "--directory" and index + 1 < len(argv) and Path(argv[index + 1]) == self.cwd
+                   for index, flag in enumerate(argv))
 
     def to_record(self) -> dict[str, Any]:
         """What may be stored: argv, cwd, redacted env overrides and the printable command."""
