@@ -139,6 +139,7 @@ class _Stage:
         for old in previous:
             if old.status == "running":
                 journal.settle(old)
+        self._catch_up(previous)
         if previous and ctx.options.get("apply_fix"):
             self._apply_fix()
         if self.data_stage.get("source") == "preprocess" and ctx.request.backend != "simulated":
@@ -166,6 +167,19 @@ class _Stage:
         ctx.narrate(f"Stage {self.index}/{self.total} launched (pid {launched.pid}), log {self.log}: "
                     f"{launched.printable}")
         return resumed_from, replace(launched, log_offset=offset)
+
+    def _catch_up(self, launches: list[Any]) -> None:
+        """Record what earlier launches logged after their last follower stopped reading.
+
+        A trainer nobody followed (launched by `resume --detach`, or followed by an engine that was
+        killed) still wrote its steps; they are read from the stored offset before the next launch
+        or the finished stage's result, so no step of any attempt is missing from the metrics.
+        """
+        for old in launches:
+            if old.alive():
+                continue
+            TrainingFollower(self.ctx.journal, old, stage=self.index, stages=self.total,
+                             output_dir=self.output_dir).poll()
 
     def _preprocess(self) -> None:
         ctx, stage = self.ctx, self.data_stage
@@ -263,6 +277,7 @@ class _Stage:
             last = self.ctx.journal.correct_to_exited(last)
         elif pair is None or pair.step < steps:
             return None
+        self._catch_up(processes)
         return self._result(last, final, steps, None)
 
     def _judge(self, handle: Any, follower: TrainingFollower, resumed_from: int | None) -> dict[str, Any]:
@@ -270,7 +285,7 @@ class _Stage:
         by_user = stop_requested(handle)
         settled = journal.settle(handle, stopped_by_user=by_user)
         record = settled.exit()
-        if by_user:
+        if by_user and (record or {}).get("exit_code") != 0:
             raise RunFailed(f"Training stage {self.index} was stopped by the user (exit "
                             f"{record['exit_code'] if record else 'unknown'})", where=str(self.log),
                             fix="`ltx-pipeline resume` continues from the newest checkpoint pair")

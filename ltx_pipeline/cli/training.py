@@ -49,6 +49,14 @@ def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
     out.print(f"Stopping stage {handle.stage} of run {run.name} (pid {handle.pid}): SIGINT, then SIGTERM after "
               f"{interrupt_timeout:g} s, SIGKILL after {terminate_timeout:g} s more...", markup=False)
     how = journal.stop(handle, interrupt_timeout=interrupt_timeout, terminate_timeout=terminate_timeout)
+    record = handle.exit()
+    if (record or {}).get("exit_code") == 0:
+        # It ended by itself while the signal was on its way (or the trainer ignored it): say so.
+        journal.event(f"training stage {handle.stage} exited 0 while a stop was asked for", level="warning")
+        out.print(f"The trainer exited 0 before the stop took effect: it ended on its own. `ltx-pipeline resume "
+                  f"--workspace {ws.root} --run {run.name}` checks that it finished and completes the run.",
+                  markup=False)
+        return EXIT_OK
     journal.event(f"training stage {handle.stage} stopped by the user ({how})", level="warning")
     out.print(f"Stopped ({how}). Continue from the newest checkpoint with: ltx-pipeline resume --workspace "
               f"{ws.root} --run {run.name}", markup=False)

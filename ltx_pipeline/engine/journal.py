@@ -146,7 +146,9 @@ class RunJournal:
         if handle.alive():
             return handle
         record = handle.exit()
-        if stopped_by_user:
+        # A trainer that exited 0 finished on its own, even when a stop was asked for meanwhile
+        # (a SIGINT that lands in a finaliser is swallowed by Python and the trainer runs on).
+        if stopped_by_user and (record or {}).get("exit_code") != 0:
             status = "stopped"
         else:
             status = "crashed" if record is None else "exited"

@@ -10,6 +10,7 @@ and checkpoint cadence, retention, and the final statistics block.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -62,7 +63,14 @@ class StepLoop:
         params = [p for p in self.model.parameters() if p.requires_grad]
         fm = self.config.flow_matching
         micro = 0
+        # SIGINT ends the run at the next step boundary, as a KeyboardInterrupt (exit 130 through the
+        # supervisor). Python's own handler can raise it inside a finaliser, where it is swallowed and
+        # the training runs on; a flag checked here makes `ltx-pipeline stop` certain.
+        interrupted: list[int] = []
+        signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
         while self.global_step < o.steps:
+            if interrupted:
+                raise KeyboardInterrupt
             batch = next(batches)
             start = time.time()
             micro += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -137,3 +138,56 @@ def test_dead_trainer_shows_crashed_with_its_last_line_never_running(workspace, 
     live = live_training(store, run, log_summary=log_summary, query_gpus=False)
     assert live["state"] == "crashed" and live["last_log_line"]
     assert store.processes(run.id, "train")[0].status == "running"  # the row alone is not trusted
+
+
+@pytest.mark.usefixtures("training_registered")
+def test_steps_a_detached_trainer_logged_unfollowed_are_recorded_before_its_relaunch(workspace, tmp_path,
+                                                                                    monkeypatch) -> None:
+    import os
+    import signal
+
+    monkeypatch.setenv("LTX_SIMULATED_TIME_SCALE", "0.02")
+    args = simulated_args(workspace, clips(tmp_path / "data"), "--steps", "120", "--checkpoint-interval", "20",
+                          "--detach")
+    assert main(args) == 0
+    store, run = store_of(workspace)
+    log = workspace / "r1" / "logs" / "train.log"
+    def last_step() -> int:
+        steps = re.findall(r"Step (\d+)/", log.read_text() if log.exists() else "")
+        return int(steps[-1]) if steps else 0
+
+    deadline = time.monotonic() + 30
+    while last_step() <= 45 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    [first] = store.processes(run.id, "train")
+    os.killpg(first.pid, signal.SIGKILL)  # nobody followed it: its steps are only in its log
+    assert 45 < last_step() < 120
+    logged = {int(step) for step in re.findall(r"Step (\d+)/", log.read_text())}
+    monkeypatch.setenv("LTX_SIMULATED_TIME_SCALE", "0")
+    assert resume(workspace) == 0  # relaunched from the step-40 checkpoint
+    assert len(store.processes(run.id, "train")) == 2
+    recorded = {m.step for m in store.metrics(run.id, 1)}
+    assert logged and logged <= recorded, sorted(logged - recorded)
+
+
+def test_a_process_that_exits_0_while_being_stopped_is_recorded_exited_not_stopped(workspace, tmp_path) -> None:
+    import sys
+
+    from ltx_pipeline.backends.base import LaunchSpec
+    from ltx_pipeline.engine.journal import RunJournal
+    from ltx_pipeline.store import Store
+
+    workspace.mkdir(parents=True, exist_ok=True)
+    store = Store.open(workspace / "ltx-pipeline.db")
+    run = store.create_run("r1", {})
+    journal = RunJournal(store, run.id, "train")
+    # It ignores SIGINT and ends by itself, 0, within the stop's first wait: it finished, it was not stopped.
+    script = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); print('up', flush=True); time.sleep(1)"
+    log = tmp_path / "p.log"
+    handle = journal.launch("preprocess", 1, LaunchSpec((sys.executable, "-c", script), tmp_path), log)
+    deadline = time.monotonic() + 20
+    while "up" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    journal.stop(handle, interrupt_timeout=10, terminate_timeout=5)
+    [process] = store.processes(run.id, "preprocess")
+    assert (process.status, process.exit_code) == ("exited", 0)
