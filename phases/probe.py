@@ -14,11 +14,11 @@ from typing import Any
 
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
-from ltx_pipeline.errors import BadInput, GateStopped
+from ltx_pipeline.errors import BadDataset, BadInput, GateStopped
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.tiers import MINIMUM_GB, classify_tier
 from ltx_pipeline.probing import to_plain
-from ltx_pipeline.probing.dataset import classify_dataset, clip_frame_counts, media_files
+from ltx_pipeline.probing.dataset import classify_dataset, media_rows, read_clips
 from ltx_pipeline.probing.gpus import GpuProbe, assumed_probe, describe_gpus, probe_gpus
 from ltx_pipeline.probing.host import probe_host
 from ltx_pipeline.probing.models import check_model_path, check_trainer_root, default_model_dirs, find_model_files
@@ -41,6 +41,8 @@ class ProbePhase:
             "run request": {key: getattr(request, key) for key in _REQUEST_INPUTS},
             "environment": {key: os.environ.get(key) for key in _ENV_INPUTS},
             "dataset": _dataset_digest(Path(request.dataset)),
+            # A clip replaced or fixed in place re-reads the clips (size and mtime: stat only, no decode).
+            "clips": _clips_digest(Path(request.dataset)) if get_mode(request.mode).video_media else None,
             # The hardware itself: a swapped or re-partitioned GPU must re-plan (cheap: one nvidia-smi call).
             "gpus": None if _gpus_not_probed(ctx) else digest(to_plain(probe_gpus(request.nvidia_smi).gpus)),
             **({"model files": _model_files_digest(request)} if request.backend == "ltx" else {}),
@@ -66,8 +68,8 @@ class ProbePhase:
         host = probe_host(ctx.workspace)
         findings = [gpu_probe.to_finding().to_dict(), *(f.to_dict() for f in host.to_findings())]
         findings.append(dataset.to_finding().to_dict())
-        media = media_files(Path(request.dataset)) if get_mode(request.mode).video_media else []
-        frames = _clip_frames(media, host.ffprobe_path)
+        media = media_rows(Path(request.dataset)) if get_mode(request.mode).video_media else []
+        frames = _read_clips(ctx, media, request.dataset)
         models, trainer = None, None
         if request.backend == "ltx":  # the toy and simulated backends need no model files or checkout
             models = _models(request, findings)
@@ -122,15 +124,32 @@ def _minimum_gate(ctx: RunContext, gpus_text: str, nominal: int, accept_risk: bo
     ctx.warn(message + ". Continuing on the low-VRAM config because --accept-risk was given.")
 
 
-def _clip_frames(media: list[Path], ffprobe: str | None) -> dict[str, Any]:
-    """Frame counts of the dataset's clips (small datasets only), for the plan's bucket check."""
+def _read_clips(ctx: RunContext, media: list[tuple[int | None, Path]], dataset: str) -> dict[str, Any]:
+    """Every clip's facts (PyAV), for the plan's bucket check and the data check's spreads.
+
+    A clip that is missing or cannot be read is bad input: the run stops here, before the plan,
+    naming each file with its row (the first 10, then how many more).
+    """
     if not media:
         return {}
-    if ffprobe is None:  # the host finding for ffprobe already says how to get it
-        return {}
-    counts = clip_frame_counts(media, ffprobe)
-    known = [c for c in counts.values() if c is not None]
-    return {"counts": counts, "min_frames": min(known) if known else None}
+    if len(media) > 50:
+        ctx.narrate(f"Reading {len(media)} clips (frames, fps, size, audio)...")
+    step = max(50, len(media) // 10)
+
+    def progress(done: int, total: int) -> None:
+        if total > 50 and (done % step == 0 or done == total):
+            ctx.narrate(f"  {done}/{total} clips read")
+
+    report = read_clips(media, on_progress=progress)
+    if report.unreadable:
+        items = sorted(report.unreadable.items(), key=lambda item: (item[1]["row"] or 0, item[0]))
+        lines = [f"row {v['row']}: {path}: {v['reason']}" if v["row"] else f"{path}: {v['reason']}"
+                 for path, v in items[:10]]
+        if len(items) > 10:
+            lines.append(f"... and {len(items) - 10} more")
+        raise BadDataset(f"{len(items)} of {len(media)} media file(s) cannot be used:\n  " + "\n  ".join(lines),
+                         where=dataset, fix="replace or remove those files (or their rows), then run again")
+    return report.to_dict()
 
 
 def _models(request: Any, findings: list[dict]) -> dict[str, Any]:
@@ -181,6 +200,21 @@ def _model_files_digest(request: Any) -> str:
                     except OSError:
                         pass
         level = next_level
+    return digest(listing)
+
+
+def _clips_digest(path: Path) -> str:
+    listing: list[tuple[str, int | None, int | None]] = []
+    try:
+        rows = media_rows(path)
+    except (OSError, ValueError, BadInput):  # the dataset check reports it
+        return "unreadable"
+    for _, clip in rows:
+        try:
+            stat = clip.stat()
+            listing.append((str(clip), stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            listing.append((str(clip), None, None))
     return digest(listing)
 
 

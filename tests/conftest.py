@@ -7,6 +7,7 @@ Fakes exist only at the hardware edge (nvidia-smi, a trainer checkout, model fil
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import stat
@@ -92,6 +93,17 @@ sys.exit({exit_code})
     return make
 
 
+@functools.cache
+def mp4_bytes(frames: int = 121, height: int = 64, width: int = 64, fps: float = 24.0, audio: bool = False) -> bytes:
+    """A real H.264 clip (PyAV), made once per process and reused: tests write its bytes where they need a clip."""
+    import tempfile
+
+    from ltx_pipeline.ltx.sample_clips import write_clip
+
+    with tempfile.TemporaryDirectory() as folder:
+        return write_clip(Path(folder) / "clip.mp4", frames, height, width, fps=fps, audio=audio).read_bytes()
+
+
 def make_tree(root: Path, spec: dict) -> Path:
     """Build files from ``{"a/b.txt": "text", "c.bin": b"bytes", "d/": None}`` under ``root``."""
     for rel, content in spec.items():
@@ -131,10 +143,10 @@ def write_safetensors(path: Path, metadata: dict[str, str] | None = None) -> Pat
 
 @pytest.fixture
 def clips_dataset(tmp_path: Path) -> Path:
-    """A small metadata dataset: dataset.json with captions and three video files beside it."""
+    """A small metadata dataset: dataset.json with captions and three real mp4 clips (121 frames) beside it."""
     root = tmp_path / "data"
     rows = [{"caption": f"a red fox, clip {i}", "video": f"videos/clip{i}.mp4"} for i in range(3)]
-    make_tree(root, {"dataset.json": json.dumps(rows), **{f"videos/clip{i}.mp4": b"\x00" * 64 for i in range(3)}})
+    make_tree(root, {"dataset.json": json.dumps(rows), **{f"videos/clip{i}.mp4": mp4_bytes() for i in range(3)}})
     return root / "dataset.json"
 
 
@@ -161,10 +173,8 @@ def ltx_prereqs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, st
     make_tree(models, {"ltx-2.3-22b-dev.safetensors": safetensors_bytes(), "gemma-3-12b-it/config.json": GEMMA_CONFIG})
     bin_dir = tmp_path / "tools"
     bin_dir.mkdir()
-    (bin_dir / "ffprobe").write_text(f"#!{sys.executable}\nprint('121')\n")  # every clip has 121 frames
     (bin_dir / "uv").write_text(FAKE_UV)
-    for tool in ("uv", "ffprobe"):
-        (bin_dir / tool).chmod(0o755)
+    (bin_dir / "uv").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     return {"trainer_root": str(root), "model_path": str(models / "ltx-2.3-22b-dev.safetensors"),
             "text_encoder_path": str(models / "gemma-3-12b-it")}

@@ -51,14 +51,18 @@ def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any) -> dict[
     from ltx_pipeline.backends import make_backend
     from ltx_pipeline.engine import Outcome, Runner, approve_plan
     from ltx_pipeline.ltx.autotune import exhaustive_optimum, search_space, skill_greedy
+    from ltx_pipeline.ltx.sample_clips import write_clip
     from ltx_pipeline.request import build_request
     from ltx_pipeline.store import Store
     from ltx_pipeline.workspace import Workspace, atomic_write
 
     data = root / "data"
     rows = [{"caption": f"bench clip {i}", "video": f"videos/clip{i}.mp4"} for i in range(4)]
-    for i in range(len(rows)):
-        atomic_write(data / "videos" / f"clip{i}.mp4", b"\x00" * 64)
+    # Real clips, read by the probe and the data check: 321 frames outlast every bucket (the chained
+    # default's longest); one small clip is encoded and copied, the simulated trainer reads no pixels.
+    clip = write_clip(data / "videos" / "clip0.mp4", 321, 32, 32)
+    for i in range(1, len(rows)):
+        atomic_write(data / "videos" / f"clip{i}.mp4", clip.read_bytes())
     atomic_write(data / "dataset.json", json.dumps(rows))
     ws = Workspace.at(root / "workspace")
     ws.create()

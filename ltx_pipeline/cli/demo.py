@@ -1,6 +1,6 @@
 """``ltx-pipeline demo``: the whole workflow on an embedded default, for anyone with Python and no GPU.
 
-It writes a small synthetic dataset into the workspace, then runs all eight phases on the
+It writes a small dataset of real mp4 clips (PyAV) into the workspace, then runs all eight phases on the
 ``reference`` backend (a toy trainer, not LTX-2) against an assumed GPU of the chosen tier. The
 toy's measured memory is mapped onto that GPU with a fixed factor (``DEMO_MEMORY_SCALE``), chosen so
 that the tiers tell the same story as for the 22B model: on the 32GB tier the low-VRAM baseline
@@ -10,6 +10,7 @@ fits and turning quantization off runs out of memory. The demo approves its own 
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -28,24 +29,27 @@ DEMO_GPUS = {
 # low-VRAM baseline then needs about 29 of a 32 GB card's 31.8 usable GB (LTX-2's low-VRAM config is
 # reported at 26-31 GB on an RTX 5090), and without quantization the base no longer fits.
 DEMO_MEMORY_SCALE = 30600.0
-_CAPTIONS = ("a red fox trots across a snowy field at dawn, wind hissing",
-             "a red fox leaps into deep snow, the camera follows, soft crunch of snow",
-             "close-up of a red fox sniffing the ground, birdsong in the distance",
-             "a red fox curls up to sleep under a pine tree, quiet wind",
-             "two red foxes chase each other through tall grass, rustling",
-             "a red fox drinks from a stream, water trickling")
+# (square colour, background colour) per clip: a few colours, each clip described by its caption.
+_CLIPS = (("red", "blue"), ("yellow", "purple"), ("white", "black"), ("red", "green"), ("orange", "blue"),
+          ("green", "white"))
 
 
 def write_demo_dataset(folder: Path, clips: int = 6) -> Path:
-    """Synthetic clips (a header the reference preprocess reads, then bytes) and a metadata file."""
-    from ltx_pipeline.reference_trainer.media import synthetic_media_header
+    """Real H.264 clips (96x64, 25 frames at 24 fps, a tone as AAC: the demo trains audio too) and their metadata.
+
+    Each clip is a coloured square sliding across a plain background; its caption says which colours.
+    """
+    from ltx_pipeline.ltx.sample_clips import write_clip
     from ltx_pipeline.workspace import atomic_write
 
     rows = []
     for index in range(clips):
-        media = folder / "videos" / f"fox{index}.mp4"
-        atomic_write(media, synthetic_media_header(25, 24.0, 96, 64, True) + bytes([index]) * 256, root=folder)
-        rows.append({"caption": _CAPTIONS[index % len(_CAPTIONS)], "video": f"videos/fox{index}.mp4"})
+        colour, background = _CLIPS[index % len(_CLIPS)]
+        name = f"videos/{colour}-square-on-{background}-{index}.mp4"
+        write_clip(folder / name, 25, 64, 96, colour=colour, background=background, fps=24.0, audio=True,
+                   phase=index / clips)
+        rows.append({"caption": f"a {colour} square slides from left to right across a plain {background} background",
+                     "video": name})
     return atomic_write(folder / "dataset.json", json.dumps(rows, indent=2), root=folder)
 
 
@@ -53,7 +57,7 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
          gpu: Annotated[str, typer.Option(help="Assumed GPU: rtx5090, a6000, h100 or h200.")] = "rtx5090",
          processes: Annotated[int, typer.Option(help="Training processes (2 = DDP over gloo on the CPU).")] = 1,
          ) -> int:
-    """Run the whole workflow on a toy model and synthetic data (no GPU needed): probe to run summary."""
+    """Run the whole workflow on a toy model and generated mp4 clips (no GPU needed): probe to run summary."""
     from ltx_pipeline.cli.console import out
     from ltx_pipeline.cli.driving import drive_run, open_workspace, prepare_run
     from ltx_pipeline.cli.render import render_status
@@ -63,10 +67,13 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
 
     if gpu not in DEMO_GPUS:
         raise BadRequest(f"Unknown demo GPU {gpu!r}", where="--gpu", fix="choose " + ", ".join(DEMO_GPUS))
+    # The toy's `Step N/M` lines every 5 steps (the trainer's default is 20): the demo's 60-step loss curve
+    # then has a point every 5 steps. Inherited by the detached trainer; a value the user set wins.
+    os.environ.setdefault("LTX_REFERENCE_LOG_EVERY", "5")
     ws, store = open_workspace(workspace)
     name = f"demo-{gpu}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     dataset = write_demo_dataset(ws.root / "demo-data" / name)
-    out.print(f"Demo run {name}: the reference toy trainer (not LTX-2) on synthetic clips, planned for an assumed "
+    out.print(f"Demo run {name}: the reference toy trainer (not LTX-2) on generated mp4 clips, planned for an assumed "
               f"{DEMO_GPUS[gpu].split(',')[0]}. The demo approves its own plan; a real run stops at the approval "
               "gate for you to read plan.md.", markup=False)
     options = {"dataset": str(dataset), "mode": "t2v", "backend": "reference", "assume_gpu": DEMO_GPUS[gpu],

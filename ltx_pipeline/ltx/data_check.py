@@ -281,8 +281,8 @@ def check_clip_lengths(frame_counts: Mapping[str, int | None], buckets: Iterable
         checks.append(Check("info", "unmeasured-clip",
                             f"{len(unmeasured)} clip(s) could not be measured: "
                             f"{name_some(Path(c).name for c in unmeasured)}", None,
-                            "check that ffprobe can read them; reconciliation after preprocessing will name "
-                            "any that were skipped"))
+                            "re-encode them (PyAV could not count their frames); reconciliation after "
+                            "preprocessing will name any that were skipped"))
     return checks
 
 

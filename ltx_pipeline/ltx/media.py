@@ -67,9 +67,13 @@ class MediaInfo:
 
 def read_media_info(path: Path) -> MediaInfo:
     """Read ``path``'s facts; a file that cannot be read as media raises ``BadMedia``."""
-    if not path.is_file():
-        raise BadMedia(path, "no such file")
-    if path.stat().st_size == 0:
+    try:
+        if not path.is_file():
+            raise BadMedia(path, "no such file")
+        size = path.stat().st_size
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise BadMedia(path, f"cannot be opened: {exc.strerror or exc}") from exc
+    if size == 0:
         raise BadMedia(path, "empty file")
     if path.suffix.lower() in IMAGE_SUFFIXES:
         return _image_info(path)

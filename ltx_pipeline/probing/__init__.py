@@ -52,6 +52,7 @@ def to_plain(value: Any) -> Any:
 
 # The submodules import ``Finding`` from this package, so they are imported after it is defined.
 from ltx_pipeline.probing.dataset import (  # noqa: E402
+    ClipsReport,
     DatasetInfo,
     MediaColumn,
     MediaFolderInfo,
@@ -60,8 +61,9 @@ from ltx_pipeline.probing.dataset import (  # noqa: E402
     PriorRunInfo,
     RunCheckpoint,
     classify_dataset,
-    clip_frame_counts,
     media_files,
+    media_rows,
+    read_clips,
 )
 from ltx_pipeline.probing.gpus import (  # noqa: E402
     NVIDIA_SMI_QUERY,
@@ -93,6 +95,7 @@ __all__ = [
     "FindingStatus",
     "Gpu",
     "GpuProbe",
+    "ClipsReport",
     "HostInfo",
     "MediaColumn",
     "MediaFolderInfo",
@@ -107,12 +110,13 @@ __all__ = [
     "check_model_path",
     "check_trainer_root",
     "classify_dataset",
-    "clip_frame_counts",
+    "read_clips",
     "default_model_dirs",
     "describe_gpus",
     "filter_visible",
     "find_model_files",
     "media_files",
+    "media_rows",
     "parse_assumed_gpu",
     "parse_nvidia_smi",
     "probe_gpus",

@@ -1,36 +1,45 @@
-"""Clip listing and frame counting: the visual media of a dataset path, and their frames via ffprobe.
+"""Clip listing and reading: the visual media of a dataset path, and the facts of each, via PyAV.
 
 This module owns ``media_files`` (the clips a metadata file names, or the videos and images under a
-folder) and ``clip_frame_counts`` (frames per clip through ``ffprobe``, images counting as 1).
-Invariant: read-only and bounded: ffprobe runs as an argv list without a shell, one clip at a time
-under a timeout, and only for at most ``limit`` clips; a clip it cannot measure counts as None
-rather than raising. It imports the extension sets from ``_dataset_records`` and nothing else from
-the package.
+folder, each with its metadata row number) and ``read_clips`` (frames, fps, size and audio of every
+clip through ``ltx.media``, which needs no system binary). Invariant: read-only; a clip that cannot
+be read is reported with its reason and row, never raised. It imports the extension sets from
+``_dataset_records`` and nothing else from the package.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from ltx_pipeline.ltx.media import BadMedia, read_media_info
 from ltx_pipeline.ltx.metadata import metadata_columns, read_metadata_rows, resolve_media
 from ltx_pipeline.probing._dataset_records import IMAGE_EXTENSIONS, METADATA_EXTENSIONS, VIDEO_EXTENSIONS
 
-__all__ = ["clip_frame_counts", "media_files"]
+__all__ = ["ClipsReport", "media_files", "media_rows", "read_clips"]
 
 
 def media_files(path: Path) -> list[Path]:
-    """The visual media of a dataset path, for ``clip_frame_counts``.
+    """The visual media of a dataset path, in row (or name) order; see ``media_rows``."""
+    return [media for _, media in media_rows(path)]
+
+
+def media_rows(path: Path) -> list[tuple[int | None, Path]]:
+    """(row number, media path) for each clip of a dataset path.
 
     A metadata file gives its ``video`` (or legacy ``media_path``) column resolved against its
-    folder; a folder gives its videos and images, sorted. Other kinds give an empty list.
+    folder, numbered from 1 in file order; a folder gives its videos and images, sorted, with no
+    row number. Other kinds give an empty list.
     """
     path = path.expanduser().absolute()
     if path.is_file() and path.suffix.lower() in METADATA_EXTENSIONS:
         rows = read_metadata_rows(path)
         column = "video" if "video" in metadata_columns(rows) else "media_path"
-        return [resolve_media(path.parent, row[column].strip()) for row in rows
+        return [(number, resolve_media(path.parent, row[column].strip())) for number, row in enumerate(rows, start=1)
                 if isinstance(row.get(column), str) and row[column].strip()]
     if path.is_dir() and path.name != ".precomputed":
         found = []
@@ -38,45 +47,49 @@ def media_files(path: Path) -> list[Path]:
             dirs[:] = [name for name in dirs if not name.startswith(".")]
             found += [Path(root) / name for name in files if not name.startswith(".")
                       and Path(name).suffix.lower() in VIDEO_EXTENSIONS | IMAGE_EXTENSIONS]
-        return sorted(found)
+        return [(None, media) for media in sorted(found)]
     return []
 
 
-def clip_frame_counts(paths: list[Path], ffprobe: str | None, limit: int = 300,
-                      timeout: float = 10) -> dict[str, int | None]:
-    """Count the frames of each clip with ffprobe (images count as 1 without running it).
+@dataclass
+class ClipsReport:
+    """What reading every clip found: facts per readable clip, the reason per unreadable one."""
 
-    Args:
-        paths: clips to measure.
-        ffprobe: the ffprobe executable, None when absent.
-        limit: above this many clips nothing is measured (the skill probes small datasets only).
-        timeout: seconds per clip.
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unreadable: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> {"row", "reason"}
 
-    Returns:
-        ``{str(path): frames or None}``; None where ffprobe failed. Empty when there are more than
-        ``limit`` clips, or when ffprobe is None and some clip is not an image.
-    """
-    if len(paths) > limit:
-        return {}
-    if ffprobe is None and any(p.suffix.lower() not in IMAGE_EXTENSIONS for p in paths):
-        return {}
-    counts: dict[str, int | None] = {}
-    for clip in paths:
-        if clip.suffix.lower() in IMAGE_EXTENSIONS:
-            counts[str(clip)] = 1 if clip.is_file() else None
-            continue
-        counts[str(clip)] = _ffprobe_frames(str(ffprobe), clip, timeout)
-    return counts
+    @property
+    def counts(self) -> dict[str, int | None]:
+        """clip -> frames (None where unreadable), the shape the bucket checks take."""
+        return {**{clip: f["frames"] for clip, f in self.facts.items()}, **dict.fromkeys(self.unreadable)}
+
+    def spread(self) -> dict[str, Any]:
+        """Distinct frame rates and sizes with their clip counts, and how many clips have audio."""
+        fps = Counter(round(f["fps"], 3) for f in self.facts.values() if f["kind"] == "video")
+        sizes = Counter(f"{f['width']}x{f['height']}" for f in self.facts.values())
+        return {"fps": dict(sorted(fps.items())), "sizes": dict(sizes.most_common()),
+                "with_audio": sum(1 for f in self.facts.values() if f["has_audio"]), "clips": len(self.facts)}
+
+    def to_dict(self) -> dict[str, Any]:
+        known = [n for n in self.counts.values() if n is not None]
+        return {"counts": self.counts, "min_frames": min(known) if known else None, "facts": self.facts,
+                "unreadable": self.unreadable, "spread": self.spread()}
 
 
-def _ffprobe_frames(ffprobe: str, clip: Path, timeout: float) -> int | None:
-    argv = [ffprobe, "-v", "error", "-select_streams", "v:0", "-count_packets",
-            "-show_entries", "stream=nb_read_packets", "-of", "csv=p=0", str(clip)]
-    try:
-        # argv list, no shell: the clip path may contain any character.
-        done = subprocess.run(argv, capture_output=True, text=True, errors="replace",  # noqa: S603
-                              timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    first = done.stdout.strip().split("\n", 1)[0].strip().rstrip(",")
-    return int(first) if done.returncode == 0 and first.isdigit() else None
+def read_clips(clips: list[tuple[int | None, Path]],
+               on_progress: Callable[[int, int], None] | None = None) -> ClipsReport:
+    """Read every clip's facts with PyAV; ``on_progress(done, total)`` after each clip."""
+    report = ClipsReport()
+    for done, (row, clip) in enumerate(clips, start=1):
+        try:
+            info = read_media_info(clip)
+        except BadMedia as exc:
+            report.unreadable[str(clip)] = {"row": row, "reason": exc.reason}
+        else:
+            report.facts[str(clip)] = {"kind": info.kind, "frames": info.frames, "frames_source": info.frames_source,
+                                       "fps": info.fps, "width": info.width, "height": info.height,
+                                       "duration_s": info.duration_s, "has_audio": info.has_audio,
+                                       "audio_sample_rate": info.audio_sample_rate}
+        if on_progress is not None:
+            on_progress(done, len(clips))
+    return report

@@ -9,7 +9,7 @@ media paths are relative to the metadata file, ``caption`` is the default captio
 ``media_path`` and ``ref_media_path`` are legacy aliases.
 
 This is the public module of the dataset probe: it re-exports the records and extension sets of
-``_dataset_records`` and the clip listing and ffprobe frame counting of ``_clips``. Invariant:
+``_dataset_records`` and the clip listing and reading (PyAV) of ``_clips``. Invariant:
 read-only (nothing here writes), and imports run one way: this module imports those two, they
 never import it.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.metadata import metadata_columns, read_metadata_rows, resolve_media
-from ltx_pipeline.probing._clips import clip_frame_counts, media_files
+from ltx_pipeline.probing._clips import ClipsReport, media_files, media_rows, read_clips
 from ltx_pipeline.probing._dataset_records import (
     AUDIO_EXTENSIONS,
     IMAGE_EXTENSIONS,
@@ -51,7 +51,9 @@ __all__ = [
     "PriorRunInfo",
     "RunCheckpoint",
     "classify_dataset",
-    "clip_frame_counts",
+    "ClipsReport",
+    "media_rows",
+    "read_clips",
     "media_files",
 ]
 

@@ -38,7 +38,7 @@ class HostInfo:
         shm_total_bytes / shm_free_bytes: /dev/shm, None when it does not exist.
         ram_total_bytes / ram_available_bytes: host memory.
         os_name: ``platform.system()``; os_release: ``platform.release()``; is_wsl: running under WSL.
-        uv_path / ffprobe_path: where the tool is on PATH, None when absent.
+        uv_path: where uv is on PATH, None when absent. (Media is read with PyAV: no ffprobe.)
         wandb_credentials: whether W&B credentials resolve (never the key).
     """
 
@@ -53,7 +53,6 @@ class HostInfo:
     os_release: str
     is_wsl: bool
     uv_path: str | None
-    ffprobe_path: str | None
     wandb_credentials: bool
 
     def to_dict(self) -> dict:
@@ -61,7 +60,7 @@ class HostInfo:
         return to_plain(self)
 
     def to_findings(self) -> list[Finding]:
-        """Rows for the findings table: OS, disk, /dev/shm, RAM, uv, ffprobe, W&B."""
+        """Rows for the findings table: OS, disk, /dev/shm, RAM, uv, W&B."""
         disk = f"{_gib(self.disk_free_bytes)} free of {_gib(self.disk_total_bytes)} at {self.disk_path}"
         rows = [self._os_finding(), Finding("Disk", "ok", disk)]
         if self.shm_total_bytes is None:
@@ -79,9 +78,6 @@ class HostInfo:
                             f"{_gib(self.ram_available_bytes)} available of {_gib(self.ram_total_bytes)}"))
         rows.append(Finding("uv", "ok", f"found at {self.uv_path}") if self.uv_path
                     else Finding("uv", "missing", "uv is not on PATH", _UV_INSTALL))
-        rows.append(Finding("ffprobe", "ok", f"found at {self.ffprobe_path}") if self.ffprobe_path
-                    else Finding("ffprobe", "warning", "not on PATH, so clip lengths cannot be read",
-                                 "install ffmpeg (e.g. `sudo apt-get install ffmpeg`)"))
         rows.append(Finding("W&B", "ok", "credentials resolve") if self.wandb_credentials
                     else Finding("W&B", "warning", "not logged in; training will not log to W&B",
                                  "run `wandb login` (optional)"))
@@ -166,6 +162,5 @@ def probe_host(workspace: Path, env: Mapping[str, str] | None = None, home: Path
         os_release=platform.release(),
         is_wsl=_is_wsl(proc_version),
         uv_path=shutil.which("uv", path=search_path),
-        ffprobe_path=shutil.which("ffprobe", path=search_path),
         wandb_credentials=wandb_credentials_resolve(env, home),
     )

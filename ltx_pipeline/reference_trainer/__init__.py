@@ -34,6 +34,10 @@ Multi-process: ``accelerate launch --multi_gpu --num_processes 2 -m ltx_pipeline
 (accelerate 1.16's ``--cpu`` flag always picks its single-process launcher, so it starts ONE process.)
 On CPU the trainer sets one intra-op thread unless ``OMP_NUM_THREADS`` is set: the toy's ops are tiny.
 
-Validation samples are PNG strips (``samples/step_NNNNNN_K.png``): the denoised latent's first
-three channels, one tile per latent frame. There is no VAE; latents stand for decoded video.
+Media: preprocessing reads the user's clips with PyAV (``ltx.media``: no system ffmpeg), resizes
+and centre-crops them to the bucket and encodes them with a toy VAE (``vae.py``: a fixed linear
+projection of 4x4-pooled 32x32 patches onto 128 channels, not LTX-2's VAE). Validation decodes the
+generated latents with its transpose and writes H.264 samples (``samples/step_NNNNNN_K.mp4``) at
+the validation size and frame count. What the LoRA learns therefore comes from the user's frames:
+trained on red clips, its samples turn red.
 """

@@ -1,13 +1,16 @@
 """``python -m ltx_pipeline.reference_trainer.preprocess DATASET --resolution-buckets ... --model-path ...``.
 
 The reference trainer's ``process_dataset.py``: builds ``.precomputed/`` (or ``--output-dir``) from
-a metadata file (.csv, .json list, .jsonl) with a caption column and a video column, with no VAE and
-no Gemma. Deterministic stand-ins: video latents [128, F', H', W'] of the chosen bucket's latent
-shape, seeded from a hash of the media file's bytes and the bucket; audio latents [8, T, 16]
-(25 steps per second) for media with an audio track unless ``--skip-audio``; caption features
-from the toy text encoder keyed to the base model (``--model-path``). Bucket choice, skipping of
-clips shorter than the smallest bucket, output naming, never overwriting without ``--overwrite``,
-atomic ``.pt.tmp.<pid>`` writes and bucket errors (exit 2) follow facts §6.1-§6.3.
+a metadata file (.csv, .json list, .jsonl) with a caption column and a video column, with no Gemma
+and a toy VAE. Each clip is read with PyAV (``ltx.media``): its first F frames are resized keeping
+the aspect ratio and centre-cropped to the chosen bucket, as the trainer prepares them, and encoded
+by the toy VAE (``vae.encode``) into latents [128, F', H/32, W/32]. Audio latents [8, T, 16] (25 steps
+per second, seeded from the clip's bytes: the toy has no audio VAE) are written for media with an
+audio track unless ``--skip-audio``; caption features come from the toy text encoder keyed to the
+base model (``--model-path``). Bucket choice, skipping of clips shorter than the smallest bucket and
+of unreadable files (a ``WARNING  Skipping`` line naming the file and why), output naming, never
+overwriting without ``--overwrite``, atomic ``.pt.tmp.<pid>`` writes and bucket errors (exit 2)
+follow facts §6.1-§6.3.
 """
 
 from __future__ import annotations
@@ -130,9 +133,10 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - one linear pass 
             parser.error(f"{option} does not exist: {path}")
     import torch
 
+    from ltx_pipeline.ltx.media import BadMedia, decode_video, read_media_info
     from ltx_pipeline.reference_trainer.data import caption_salt, encode_caption
-    from ltx_pipeline.reference_trainer.media import probe_media
     from ltx_pipeline.reference_trainer.model import read_architecture
+    from ltx_pipeline.reference_trainer.vae import encode
 
     arch = read_architecture(args.model_path)
     rows = _read_metadata(args.dataset_path)
@@ -157,13 +161,14 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - one linear pass 
         media = Path(row[video_col])
         source = media if media.is_absolute() else dataset_dir / media
         try:
-            info = probe_media(source)
-        except (OSError, ValueError) as error:
-            print(f"WARNING  Skipping {media}: {error}")
+            info = read_media_info(source)
+            bucket = choose_bucket(buckets, info.frames or 0, info.width, info.height)
+            pixels = None if bucket is None else decode_video(source, bucket[0], bucket[1], bucket[2])
+        except BadMedia as error:
+            print(f"WARNING  Skipping {media}: {error.reason}")
             counts["skipped"] += 1
             continue
-        bucket = choose_bucket(buckets, info.frames, info.width, info.height)
-        if bucket is None:
+        if bucket is None or pixels is None:
             print(f"WARNING  Skipping {media}: {info.frames} frames, fewer than the smallest bucket ({smallest})")
             counts["skipped"] += 1
             continue
@@ -171,21 +176,21 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - one linear pass 
         name = _output_name(media, dataset_dir)
         data = source.read_bytes()
         tag = f"{width}x{height}x{frames}"
-        latent_shape = (128, (frames - 1) // 8 + 1, height // 32, width // 32)
+        latent_shape = (128, (frames - 1) // 8 + 1, height // 32, width // 32)  # encode's grid
         caption = str(row[caption_col])
         if args.lora_trigger:
             caption = f"{args.lora_trigger.strip()} {caption}"
         embeds, mask = encode_caption(caption, arch.text_len, arch.text_dim, salt)
         targets = {
             "latents": {
-                "latents": torch.randn(latent_shape, generator=_seeded("video", data, tag)).to(torch.bfloat16),
+                "latents": encode(pixels).to(torch.bfloat16),
                 "num_frames": latent_shape[1], "height": latent_shape[2], "width": latent_shape[3],
-                "fps": info.fps},
+                "fps": info.fps or 24.0},
             "conditions": {"video_prompt_embeds": embeds, "prompt_attention_mask": mask,
                            "audio_prompt_embeds": embeds.clone()},
         }
         if info.has_audio and not args.skip_audio:
-            duration = frames / info.fps
+            duration = frames / (info.fps or 24.0)
             steps = max(1, round(duration * 25))
             targets["audio_latents"] = {
                 "latents": torch.randn(8, steps, 16, generator=_seeded("audio", data, tag)),

@@ -1,27 +1,27 @@
-"""Validation: a real denoising pass of the toy model per sample, written as a small PNG strip.
+"""Validation: a real denoising pass of the toy model per sample, decoded and written as an mp4.
 
 Owns sample generation at ``validation.video_dims`` mapped to the latent grid the way LTX-2's VAE
 maps it (W/32, H/32, (F-1)/8+1), Euler steps of the flow from sigma 1 to 0 over
 ``inference_steps``, classifier-free guidance against ``negative_prompt`` when
 ``video_cfg_scale != 1`` (a second, sequential forward, as the trainer runs its guidance passes),
-audio tokens when audio is generated, and the file ``samples/step_{step:06d}_{k}.png``
-(k = sample index + 1): latent channels 0-2 of each latent frame, side by side, scaled to 0-255.
+audio tokens when audio is generated, and the file ``samples/step_{step:06d}_{k}.mp4``
+(k = sample index + 1): the latents decoded by the toy VAE to W x H pixels and F frames, H.264 at
+``validation.frame_rate``, which any video player opens.
 """
 
 from __future__ import annotations
 
-import struct
-import zlib
 from pathlib import Path
 
 import torch
 
+from ltx_pipeline.ltx.media import write_video
 from ltx_pipeline.reference_trainer.data import encode_caption
 from ltx_pipeline.reference_trainer.flow import video_coords
 from ltx_pipeline.reference_trainer.model import AUDIO_BINS, AUDIO_CHANNELS, LATENT_CHANNELS
-from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.reference_trainer.vae import decode
 
-__all__ = ["generate_samples", "latent_grid", "png_bytes"]
+__all__ = ["generate_samples", "latent_grid"]
 
 AUDIO_TOKENS_PER_SECOND = 25
 
@@ -29,27 +29,6 @@ AUDIO_TOKENS_PER_SECOND = 25
 def latent_grid(width: int, height: int, frames: int) -> tuple[int, int, int]:
     """(F', H', W') for pixel dims, at least one token per axis."""
     return max(1, (frames - 1) // 8 + 1), max(1, height // 32), max(1, width // 32)
-
-
-def png_bytes(image: torch.Tensor) -> bytes:
-    """Encode an RGB uint8 image [H, W, 3] as PNG (zlib, no extra dependency)."""
-    height, width, _ = image.shape
-    rows = b"".join(b"\x00" + bytes(image[row].flatten().tolist()) for row in range(height))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
-
-
-def _strip(latents: torch.Tensor, grid: tuple[int, int, int], zoom: int = 4) -> torch.Tensor:
-    frames, height, width = grid
-    rgb = latents[0, :, :3].float().reshape(frames, height, width, 3)
-    low, high = rgb.min(), rgb.max()
-    rgb = ((rgb - low) / (high - low + 1e-8) * 255).round().to(torch.uint8)
-    strip = torch.cat(list(rgb), dim=1)  # frames side by side
-    return strip.repeat_interleave(zoom, 0).repeat_interleave(zoom, 1)
 
 
 @torch.no_grad()
@@ -89,15 +68,20 @@ def _denoise(model: torch.nn.Module, config, arch, sample, generate_audio: bool,
 
 def generate_samples(model: torch.nn.Module, config, arch, step: int, output_dir: Path,  # noqa: ANN001
                      generate_audio: bool, device: torch.device, salt: str) -> list[Path]:
-    """Denoise every validation sample and write its PNG; returns the written paths."""
+    """Denoise every validation sample and write its mp4; returns the written paths."""
     was_training = model.training
     model.eval()
     written = []
     try:
-        for index, sample in enumerate(config.validation.samples):
+        validation = config.validation
+        for index, sample in enumerate(validation.samples):
             latents, grid = _denoise(model, config, arch, sample, generate_audio, device, salt)
-            path = output_dir / "samples" / f"step_{step:06d}_{index + 1}.png"
-            written.append(atomic_write(path, png_bytes(_strip(latents.cpu(), grid))))
+            frames = (sample.video_dims or validation.video_dims)[2]
+            grid_latents = latents[0].float().cpu().reshape(*grid, LATENT_CHANNELS).permute(3, 0, 1, 2)
+            path = output_dir / "samples" / f"step_{step:06d}_{index + 1}.mp4"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_video(path, decode(grid_latents, frames), float(validation.frame_rate))
+            written.append(path)
     finally:
         model.train(was_training)
     return written

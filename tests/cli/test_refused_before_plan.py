@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from ltx_pipeline.cli import main
-from tests.conftest import H100_SMI
+from tests.conftest import H100_SMI, mp4_bytes
 
 
 def _metadata(root: Path, name: str, content: object) -> Path:
     (root / "videos").mkdir(parents=True, exist_ok=True)
-    (root / "videos" / "a.mp4").write_bytes(b"\x00" * 64)
+    (root / "videos" / "a.mp4").write_bytes(mp4_bytes())
     path = root / name
     path.write_text(json.dumps(content))
     return path

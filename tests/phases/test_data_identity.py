@@ -26,9 +26,9 @@ from tests.phases.test_autotune import with_autotune
 from tests.phases.test_data_config_validate import snapshot, write_latents
 from tests.phases.train_helpers import (
     clips,
+    mp4_clips,
     simulated_args,
     store_of,
-    synthetic_clips,
     training_registered,  # noqa: F401 - fixture
 )
 
@@ -64,7 +64,7 @@ def reference_run(workspace: Path, dataset: Path, smi: str, *extra: str) -> list
 @pytest.mark.usefixtures("training_registered")
 def test_another_base_on_the_reference_backend_is_trained_on_freshly_preprocessed_data(
         workspace, tmp_path, fake_smi, capsys) -> None:
-    dataset = synthetic_clips(tmp_path / "data", n=2)
+    dataset = mp4_clips(tmp_path / "data", n=2)
     args = reference_run(workspace, dataset, fake_smi(H100_SMI), "--buckets", "64x64x17")
     assert main([*args, "--steps", "2"]) == 0, capsys.readouterr().err
     run = workspace / "r1"
@@ -104,7 +104,7 @@ def test_a_bucket_change_replaces_the_runs_own_scratch_set_instead_of_failing(
     monkeypatch.setattr(phases, "PHASES", with_autotune(phases.PHASES))
     monkeypatch.setattr(autotune_phase, "trial_settings",
                         lambda backend: TrialSettings(steps=4, env={"LTX_REFERENCE_LOG_EVERY": "1"}))
-    dataset = synthetic_clips(tmp_path / "data", n=2)
+    dataset = mp4_clips(tmp_path / "data", n=2)
     args = reference_run(workspace, dataset, fake_smi(H100_SMI), "--steps", "2")
     assert main([*args, "--buckets", "64x64x17"]) == 0, capsys.readouterr().err
     scratch = workspace / "r1" / "overfit" / ".precomputed"

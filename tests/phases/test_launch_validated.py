@@ -124,10 +124,10 @@ def test_the_journal_refuses_a_trainer_launch_without_a_validated_config(tmp_pat
 
 def test_the_plan_states_the_launch_validate_builds_on_the_reference_backend(workspace, tmp_path, monkeypatch):
     """Case 2: plan.md and validate agree: one process on the reference backend, effective batch 8."""
-    from tests.phases.train_helpers import drive_until_validate, synthetic_clips
+    from tests.phases.train_helpers import drive_until_validate, mp4_clips
 
     args = ["run", "--workspace", str(workspace), "--run", "r1", "--dataset",
-            str(synthetic_clips(tmp_path / "data", n=6)), "--backend", "reference", "--assume-gpu", FOUR_H100,
+            str(mp4_clips(tmp_path / "data", n=6)), "--backend", "reference", "--assume-gpu", FOUR_H100,
             "--buckets", "64x64x17", "--effective-batch", "8", "--approve"]
     assert drive_until_validate(monkeypatch, args) == 0
     plan = (workspace / "r1" / "plan.md").read_text()
@@ -169,10 +169,10 @@ def test_full_fine_tune_plan_shows_only_what_applies_to_full_training(workspace,
 
 def test_mixed_gpu_models_are_named_in_the_plan(workspace, tmp_path, fake_smi, monkeypatch):
     from tests.conftest import H100_SMI, RTX5090_SMI
-    from tests.phases.train_helpers import drive_until_validate, reference_args, synthetic_clips
+    from tests.phases.train_helpers import drive_until_validate, mp4_clips, reference_args
 
     smi = fake_smi(RTX5090_SMI + H100_SMI.replace("0, GPU-1111", "1, GPU-1111"))
-    drive_until_validate(monkeypatch, reference_args(workspace, synthetic_clips(tmp_path / "data"), smi))
+    drive_until_validate(monkeypatch, reference_args(workspace, mp4_clips(tmp_path / "data"), smi))
     plan = (workspace / "r1" / "plan.md").read_text()
     assert "The GPUs are different models (NVIDIA GeForce RTX 5090, NVIDIA H100 80GB HBM3)" in plan
 

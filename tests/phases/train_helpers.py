@@ -14,16 +14,19 @@ SURFACE = REPO / "benchmarks" / "surfaces" / "h100_80gb.yaml"
 
 
 def clips(root: Path, n: int = 3) -> Path:
-    """Placeholder clips for the simulated backend (its trainer reads no data)."""
+    """Real mp4 clips (121 frames of 64x64, long enough for every default bucket) for the simulated
+    backend, whose trainer reads no data: the probe and the data check still read every clip."""
+    from tests.conftest import mp4_bytes
+
     rows = [{"caption": f"a fox {i}", "video": f"videos/c{i}.mp4"} for i in range(n)]
+    (root / "videos").mkdir(parents=True, exist_ok=True)
     for i in range(n):
-        (root / "videos").mkdir(parents=True, exist_ok=True)
-        (root / "videos" / f"c{i}.mp4").write_bytes(b"\0" * 64)
+        (root / "videos" / f"c{i}.mp4").write_bytes(mp4_bytes())
     (root / "dataset.json").write_text(json.dumps(rows))
     return root / "dataset.json"
 
 
-def synthetic_clips(root: Path, n: int = 4) -> Path:
+def mp4_clips(root: Path, n: int = 4) -> Path:
     """Media the reference trainer's preprocessing reads (17 frames of 64x64 with audio)."""
     from tests.reference_trainer.conftest import write_dataset
 

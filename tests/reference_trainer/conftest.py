@@ -15,16 +15,23 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 
 
-def write_dataset(folder: Path, clips: list[tuple[str, int, bool]], width: int = 64, height: int = 64) -> Path:
-    """Synthetic media files (header + bytes) and a dataset.jsonl: (name, frames, has_audio) each."""
-    from ltx_pipeline.reference_trainer.media import synthetic_media_header
+def write_dataset(folder: Path, clips: list[tuple[str, int, bool]], width: int = 64, height: int = 64,
+                  fps: float = 24.0, colour: str = "red") -> Path:
+    """Real H.264 mp4s (a square moving over a background, written with PyAV) and a dataset.jsonl.
 
-    (folder / "videos").mkdir(parents=True, exist_ok=True)
+    ``clips`` holds (name, frames, has_audio) each; the background colour changes with the index so no
+    two clips are alike.
+    """
+    from ltx_pipeline.ltx.sample_clips import write_clip
+
+    backgrounds = ("blue", "green", "black", "white", "purple", "yellow")
     rows = []
     for index, (name, frames, audio) in enumerate(clips):
-        media = folder / "videos" / name
-        media.write_bytes(synthetic_media_header(frames, 24.0, width, height, audio) + bytes([index]) * 64)
-        rows.append({"caption": f"a red cube number {index} spins slowly", "video": f"videos/{name}"})
+        background = backgrounds[index % len(backgrounds)]
+        write_clip(folder / "videos" / name, frames, height, width, colour=colour, background=background, fps=fps,
+                   audio=audio, phase=index / 7)
+        rows.append({"caption": f"a {colour} square on a {background} background",
+                     "video": f"videos/{name}"})
     dataset = folder / "dataset.jsonl"
     dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return dataset

@@ -8,6 +8,10 @@ import pytest
 import torch
 from conftest import peak_bytes, train_in_process
 
+from ltx_pipeline.ltx.media import read_media_info
+
+VALIDATION_FRAMES_W_H = (9, 64, 64)  # the project config's validation.video_dims [64, 64, 9]
+
 STEP = re.compile(r"Step (\d+)/(\d+) - Loss: (\S+), LR: (\S+), Time/Step: ([\d.]+)s, "
                   r"Total Time: (\d+h \d+m|calculating\.\.\.)")
 
@@ -71,7 +75,8 @@ def test_log_lines_files_and_statistics(project, capsys, monkeypatch):
     assert _steps(out) == [0, 1, 1, 2, 2, 3, 3, 4]
     for step in (0, 2, 4):
         assert f"🎥 Validation samples for step {step} saved in samples" in out
-        assert (project.root / "logs" / "samples" / f"step_{step:06d}_1.png").read_bytes()[:4] == b"\x89PNG"
+        sample = read_media_info(project.root / "logs" / "samples" / f"step_{step:06d}_1.mp4")  # a real H.264 clip
+        assert (sample.kind, sample.frames, sample.width, sample.height) == ("video", *VALIDATION_FRAMES_W_H)
     for step in (2, 4):
         assert f"💾 Lora weights for step {step} saved in checkpoints/lora_weights_step_{step:05d}.safetensors" in out
         assert (project.root / "logs" / "checkpoints" / f"training_state_step_{step:05d}.pt").is_file()
@@ -176,7 +181,7 @@ def test_audio_video_strategy_with_conditions_trains_and_validates(project, caps
     code, out = train_in_process(config, capsys, monkeypatch=monkeypatch)
     assert code == 0
     assert "(audio enabled 🔈)" in out
-    assert (project.root / "av" / "samples" / "step_000002_1.png").is_file()
+    assert read_media_info(project.root / "av" / "samples" / "step_000002_1.mp4").frames == VALIDATION_FRAMES_W_H[0]
     from safetensors.torch import load_file
 
     keys = load_file(project.root / "av" / "checkpoints" / "lora_weights_step_00002.safetensors").keys()

@@ -37,6 +37,7 @@ from ltx_pipeline.ltx.trainer_config import (
     validate_trainer_config,
 )
 from ltx_pipeline.workspace import validate_run_name
+from tests.conftest import mp4_bytes
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "ltx_pipeline" / "backends" / "reference_configs" / "t2v_lora.yaml"
@@ -80,7 +81,7 @@ def clips(root: Path) -> Path:
     (root / "videos").mkdir(parents=True, exist_ok=True)
     rows = [{"caption": f"a fox {i}", "video": f"videos/c{i}.mp4"} for i in range(2)]
     for i in range(2):
-        (root / "videos" / f"c{i}.mp4").write_bytes(b"\0" * 64)
+        (root / "videos" / f"c{i}.mp4").write_bytes(mp4_bytes())
     (root / "dataset.json").write_text(json.dumps(rows))
     return root / "dataset.json"
 

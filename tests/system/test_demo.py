@@ -34,7 +34,7 @@ def test_demo_runs_every_phase_with_an_oom_trial_a_winner_checkpoints_and_a_summ
     root = workspace / run["name"]
     checkpoints = sorted(p.name for p in (root / "outputs" / "checkpoints").glob("lora_weights_step_*.safetensors"))
     assert checkpoints == ["lora_weights_step_00030.safetensors", "lora_weights_step_00060.safetensors"]
-    assert list((root / "outputs" / "samples").glob("step_*.png"))
+    assert list((root / "outputs" / "samples").glob("step_*.mp4"))
     for name in ("plan.md", "config.yaml", "autotune.md", "autotune.png", "outputs/run-summary.md",
                  "outputs/loss.png", "outputs/step_time.png"):
         assert (root / name).is_file(), name

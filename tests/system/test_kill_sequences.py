@@ -58,7 +58,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.phases.train_helpers import synthetic_clips
+from tests.phases.train_helpers import mp4_clips
 
 pytestmark = [pytest.mark.killseq, pytest.mark.slow]
 
@@ -82,7 +82,7 @@ class Sequence:
         self.root = root
         self.ws = root / "ws"
         self.run_dir = self.ws / "r1"
-        self.dataset = synthetic_clips(root / "data", 3)
+        self.dataset = mp4_clips(root / "data", 3)
         self.env = {**os.environ, "LTX_REFERENCE_LOG_EVERY": "1", "LTX_REFERENCE_DEVICE": "cpu",
                     "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
         self.engine: subprocess.Popen[bytes] | None = None

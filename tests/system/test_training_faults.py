@@ -17,12 +17,12 @@ from tests.conftest import H100_SMI
 from tests.phases.train_helpers import (
     clips,
     drive_until_validate,
+    mp4_clips,
     patch_config,
     reference_args,
     resume,
     simulated_args,
     store_of,
-    synthetic_clips,
     training_registered,  # noqa: F401 - fixture
 )
 
@@ -50,7 +50,7 @@ def reference_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("reference_env", "training_registered")
 def test_killed_trainer_resumes_from_its_last_checkpoint_at_its_step(workspace, tmp_path, fake_smi,
                                                                       monkeypatch) -> None:
-    args = reference_args(workspace, synthetic_clips(tmp_path / "data"), fake_smi(H100_SMI), "--steps", "16",
+    args = reference_args(workspace, mp4_clips(tmp_path / "data"), fake_smi(H100_SMI), "--steps", "16",
                           "--rank", "4")
     assert drive_until_validate(monkeypatch, args) == 0
     config = workspace / "r1" / "config.yaml"
@@ -110,7 +110,7 @@ def test_killed_engine_is_reattached_without_a_second_launch(workspace, tmp_path
 @pytest.mark.usefixtures("reference_env", "training_registered")
 def test_chained_stages_warm_start_from_the_previous_final_weights_at_step_zero(workspace, tmp_path,
                                                                                 fake_smi) -> None:
-    args = reference_args(workspace, synthetic_clips(tmp_path / "data"), fake_smi(H100_SMI), "--steps", "3",
+    args = reference_args(workspace, mp4_clips(tmp_path / "data"), fake_smi(H100_SMI), "--steps", "3",
                           "--rank", "4", "--strategy", "chain")
     args[args.index("--buckets") + 1] = "32x32x9;64x64x9;64x64x17"
     assert main(args) == 0

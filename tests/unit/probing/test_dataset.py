@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ltx_pipeline.errors import BadDataset
-from ltx_pipeline.probing.dataset import classify_dataset, clip_frame_counts, media_files
+from ltx_pipeline.probing.dataset import classify_dataset, media_files, media_rows, read_clips
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "datasets"
 PREPARED = FIXTURES / "prepared"
@@ -281,50 +281,36 @@ def test_media_files_from_metadata():
     assert [p.name for p in media_files(PREPARED / "dataset.csv")] == ["a.mp4", "b.mp4"]
 
 
-def fake_ffprobe(tmp_path: Path) -> str:
-    """An ffprobe that prints a frame count derived from the file name, fails for 'broken' files."""
-    script = tmp_path / "ffprobe"
-    script.write_text(
-        "#!/usr/bin/env python3\n"
-        "import json, pathlib, sys\n"
-        f"log = pathlib.Path({str(tmp_path / 'calls.jsonl')!r})\n"
-        "log.open('a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
-        "clip = sys.argv[-1]\n"
-        "if 'broken' in clip:\n"
-        "    sys.stderr.write('Invalid data found when processing input\\n'); sys.exit(1)\n"
-        "if 'noframes' in clip:\n"
-        "    print('N/A'); sys.exit(0)\n"
-        "print(pathlib.Path(clip).stem.split('_')[-1] + ',')\n"
-    )
-    script.chmod(0o755)
-    return str(script)
+def test_read_clips_reports_facts_and_names_unreadable_files_with_their_rows(tmp_path):
+    from ltx_pipeline.ltx.sample_clips import write_clip
 
+    write_clip(tmp_path / "v" / "a.mp4", 25, 64, 96, fps=30.0, audio=True)
+    write_clip(tmp_path / "v" / "b.mp4", 9, 64, 64)
+    good = (tmp_path / "v" / "a.mp4").read_bytes()
+    (tmp_path / "v" / "cut.mp4").write_bytes(good[: len(good) // 2])  # truncated mid-stream
+    (tmp_path / "v" / "junk.mp4").write_bytes(b"not a video at all" * 10)
+    make_tree(tmp_path, {"v/still.png": "i"})
+    from PIL import Image
 
-def test_clip_frame_counts_with_ffprobe(tmp_path):
-    ffprobe = fake_ffprobe(tmp_path)
-    clips = [tmp_path / "clip_121.mp4", tmp_path / "broken_1.mp4", tmp_path / "noframes.mov",
-             tmp_path / "still.png"]
-    make_tree(tmp_path, {"clip_121.mp4": "v", "broken_1.mp4": "v", "noframes.mov": "v", "still.png": "i"})
-    counts = clip_frame_counts(clips, ffprobe)
-    assert counts == {str(clips[0]): 121, str(clips[1]): None, str(clips[2]): None, str(clips[3]): 1}
-    calls = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
-    assert len(calls) == 3  # the image was not probed
-    assert calls[0] == ["-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries",
-                        "stream=nb_read_packets", "-of", "csv=p=0", str(clips[0])]
-
-
-def test_clip_frame_counts_limits(tmp_path):
-    ffprobe = fake_ffprobe(tmp_path)
-    clips = [tmp_path / f"c_{i}.mp4" for i in range(4)]
-    assert clip_frame_counts(clips, ffprobe, limit=3) == {}
-    assert clip_frame_counts(clips, None) == {}
-    assert not (tmp_path / "calls.jsonl").exists()
-    images = [make_tree(tmp_path, {"a.jpg": "i"}) / "a.jpg"]
-    assert clip_frame_counts(images, None) == {str(images[0]): 1}
-
-
-def test_clip_frame_counts_missing_ffprobe_executable(tmp_path):
-    assert clip_frame_counts([tmp_path / "a.mp4"], str(tmp_path / "no-ffprobe")) == {str(tmp_path / "a.mp4"): None}
+    Image.new("RGB", (40, 30), (255, 0, 0)).save(tmp_path / "v" / "still.png")
+    rows = [{"caption": "c", "video": f"v/{name}"} for name in ("a.mp4", "b.mp4", "cut.mp4", "junk.mp4", "gone.mp4",
+                                                               "still.png")]
+    metadata = tmp_path / "dataset.json"
+    metadata.write_text(json.dumps(rows))
+    listed = media_rows(metadata)
+    assert [row for row, _ in listed] == [1, 2, 3, 4, 5, 6]
+    report = read_clips(listed)
+    facts = report.facts
+    a = facts[str(tmp_path / "v" / "a.mp4")]
+    assert (a["frames"], a["fps"], a["width"], a["height"], a["has_audio"]) == (25, 30.0, 96, 64, True)
+    assert facts[str(tmp_path / "v" / "b.mp4")]["frames"] == 9
+    assert facts[str(tmp_path / "v" / "still.png")]["frames"] == 1
+    assert {Path(p).name: v["row"] for p, v in report.unreadable.items()} == {"cut.mp4": 3, "junk.mp4": 4,
+                                                                              "gone.mp4": 5}
+    assert "no such file" in report.unreadable[str(tmp_path / "v" / "gone.mp4")]["reason"]
+    spread = report.spread()
+    assert spread["fps"] == {24.0: 1, 30.0: 1} and spread["with_audio"] == 1
+    assert report.to_dict()["min_frames"] == 1
 
 
 def test_unreadable_metadata_message(tmp_path, monkeypatch):

@@ -40,7 +40,7 @@ def tool_dir(tmp_path: Path, *tools: str) -> Path:
 # ---- host ----------------------------------------------------------------------------------------
 
 def test_probe_host_measures_nearest_existing_parent_and_tools(tmp_path):
-    bin_dir = tool_dir(tmp_path, "uv", "ffprobe")
+    bin_dir = tool_dir(tmp_path, "uv", "ffprobe")  # an ffprobe on PATH is not looked at
     shm = touch(tmp_path, "shm/") / "shm"
     proc = touch(tmp_path, "version", content="Linux version 5.15.167.4-microsoft-standard-WSL2")
     info = probe_host(tmp_path / "not" / "yet" / "there", env={"PATH": str(bin_dir)}, home=tmp_path,
@@ -49,12 +49,12 @@ def test_probe_host_measures_nearest_existing_parent_and_tools(tmp_path):
     assert info.disk_free_bytes > 0 and info.disk_total_bytes >= info.disk_free_bytes
     assert info.shm_total_bytes and info.shm_total_bytes > 0
     assert info.ram_total_bytes >= info.ram_available_bytes > 0
-    assert info.uv_path == str(bin_dir / "uv") and info.ffprobe_path == str(bin_dir / "ffprobe")
+    assert info.uv_path == str(bin_dir / "uv")
     assert info.is_wsl is True
     assert info.wandb_credentials is False
     json.dumps(info.to_dict())
     findings = {f.item: f for f in info.to_findings()}
-    assert findings["uv"].status == "ok" and findings["ffprobe"].status == "ok"
+    assert findings["uv"].status == "ok" and "ffprobe" not in findings  # media is read with PyAV
     assert findings["W&B"].status == "warning" and "wandb login" in findings["W&B"].next_step
     if info.os_name == "Linux":
         assert findings["Operating system"].status == "ok" and "(WSL)" in findings["Operating system"].detail
@@ -64,16 +64,16 @@ def test_probe_host_without_tools_shm_or_wsl(tmp_path):
     empty = tool_dir(tmp_path)
     info = probe_host(tmp_path, env={"PATH": str(empty)}, home=tmp_path, shm=tmp_path / "no-shm",
                       proc_version=tmp_path / "no-version")
-    assert (info.uv_path, info.ffprobe_path, info.shm_total_bytes, info.is_wsl) == (None, None, None, False)
+    assert (info.uv_path, info.shm_total_bytes, info.is_wsl) == (None, None, False)
     findings = {f.item: f for f in info.to_findings()}
     assert findings["uv"].status == "missing" and "astral.sh/uv/install.sh" in findings["uv"].next_step
-    assert findings["ffprobe"].status == "warning" and "ffmpeg" in findings["ffprobe"].next_step
+    assert "ffprobe" not in findings  # no system binary is needed to read media
     assert findings["/dev/shm"].status == "warning"
 
 
 def _host(**changes) -> HostInfo:
     base = HostInfo("/w", 10 * 2**30, 20 * 2**30, 16 * 2**30, 16 * 2**30, 64 * 2**30, 32 * 2**30,
-                    "Linux", "6.8", False, "/usr/bin/uv", "/usr/bin/ffprobe", True)
+                    "Linux", "6.8", False, "/usr/bin/uv", True)
     return replace(base, **changes)
 
 
