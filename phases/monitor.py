@@ -17,6 +17,7 @@ import yaml
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.steps.contact_sheet import write_contact_sheet
 from ltx_pipeline.steps.summary import plot_loss, plot_step_time, render_summary, steady_step_time
 from ltx_pipeline.workspace import atomic_write
 
@@ -53,7 +54,12 @@ class MonitorPhase:
         loss = plot_loss(metrics, outputs_dir / "loss.png", workspace=ctx.workspace,
                          checkpoint_steps=sorted({c["step"] for c in checkpoints}), validation_steps=validation_steps)
         step_time = plot_step_time(metrics, outputs_dir / "step_time.png", workspace=ctx.workspace)
+        sheet, unreadable = write_contact_sheet(outputs_dir / "samples", outputs_dir / "samples" / "contact-sheet.png",
+                                                workspace=ctx.workspace)
+        if unreadable:
+            ctx.narrate(f"Left out of the contact sheet, not decodable: {', '.join(unreadable)}")
         return PhaseResult({"summary": str(summary), "loss_plot": str(loss), "step_time_plot": str(step_time),
+                            "contact_sheet": str(sheet) if sheet else None,
                             "stages": [{k: s[k] for k in ("stage", "final_checkpoint", "final_step", "step_time_s",
                                                           "peak_gpu_memory_gb")} for s in stages]})
 

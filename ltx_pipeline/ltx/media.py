@@ -25,7 +25,9 @@ __all__ = [
     "IMAGE_SUFFIXES",
     "BadMedia",
     "MediaInfo",
+    "decode_audio",
     "decode_video",
+    "read_frames",
     "read_media_info",
     "write_video",
 ]
@@ -184,6 +186,51 @@ def decode_video(path: Path, frames: int, height: int, width: int) -> Frames:
     if len(pictures) < frames:
         raise BadMedia(path, f"has {len(pictures)} frame(s), {frames} needed")
     return np.stack([_cover_and_crop(picture, height, width) for picture in pictures[:frames]])
+
+
+def read_frames(path: Path) -> Frames:
+    """Every frame of a video at its own size, ``[F, H, W, 3]`` uint8 RGB; ``BadMedia`` if it does not decode."""
+    import av
+
+    pictures = []
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.video:
+                raise BadMedia(path, "no video stream")
+            pictures = [frame.to_ndarray(format="rgb24") for frame in container.decode(container.streams.video[0])]
+    except (av.FFmpegError, OSError) as exc:
+        raise BadMedia(path, f"does not decode ({_why(exc)})") from None
+    if not pictures:
+        raise BadMedia(path, "has no frames")
+    return np.stack(pictures).astype(np.uint8)
+
+
+def decode_audio(path: Path, sample_rate: int, seconds: float) -> npt.NDArray[np.float32]:
+    """The first ``seconds`` of ``path``'s first audio stream, mono float32 at ``sample_rate``.
+
+    Shorter audio is returned as it is (the caller pads). Raises ``BadMedia`` when the file has no
+    audio stream or it does not decode.
+    """
+    import av
+
+    wanted = int(round(sample_rate * seconds))
+    chunks: list[npt.NDArray[np.float32]] = []
+    got = 0
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.audio:
+                raise BadMedia(path, "no audio stream")
+            resampler = av.AudioResampler(format="flt", layout="mono", rate=sample_rate)
+            for frame in container.decode(container.streams.audio[0]):
+                for mono in resampler.resample(frame):
+                    chunks.append(mono.to_ndarray().reshape(-1).astype(np.float32))
+                    got += chunks[-1].size
+                if got >= wanted:
+                    break
+    except (av.FFmpegError, OSError) as exc:
+        raise BadMedia(path, f"audio does not decode ({_why(exc)})") from None
+    samples = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
+    return samples[:wanted]
 
 
 def _cover_and_crop(picture: Any, height: int, width: int) -> Frames:

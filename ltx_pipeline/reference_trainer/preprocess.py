@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import math
 import os
@@ -96,13 +95,6 @@ def _save(payload: dict, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _seeded(kind: str, data: bytes, extra: str):  # noqa: ANN202
-    import torch
-
-    digest = hashlib.sha256(kind.encode() + b"\0" + extra.encode() + b"\0" + data).digest()
-    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m ltx_pipeline.reference_trainer.preprocess",
                                      description="Reference preprocessing (toy encoders, NOT LTX-2).")
@@ -133,10 +125,10 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - one linear pass 
             parser.error(f"{option} does not exist: {path}")
     import torch
 
-    from ltx_pipeline.ltx.media import BadMedia, decode_video, read_media_info
+    from ltx_pipeline.ltx.media import BadMedia, decode_audio, decode_video, read_media_info
     from ltx_pipeline.reference_trainer.data import caption_salt, encode_caption
     from ltx_pipeline.reference_trainer.model import read_architecture
-    from ltx_pipeline.reference_trainer.vae import encode
+    from ltx_pipeline.reference_trainer.vae import AUDIO_RATE, encode, encode_audio
 
     arch = read_architecture(args.model_path)
     rows = _read_metadata(args.dataset_path)
@@ -174,8 +166,6 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - one linear pass 
             continue
         frames, height, width = bucket
         name = _output_name(media, dataset_dir)
-        data = source.read_bytes()
-        tag = f"{width}x{height}x{frames}"
         latent_shape = (128, (frames - 1) // 8 + 1, height // 32, width // 32)  # encode's grid
         caption = str(row[caption_col])
         if args.lora_trigger:
@@ -192,8 +182,14 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - one linear pass 
         if info.has_audio and not args.skip_audio:
             duration = frames / (info.fps or 24.0)
             steps = max(1, round(duration * 25))
+            try:
+                sound = decode_audio(source, AUDIO_RATE, duration)
+            except BadMedia as error:
+                print(f"WARNING  Skipping {media}: {error.reason}")
+                counts["skipped"] += 1
+                continue
             targets["audio_latents"] = {
-                "latents": torch.randn(8, steps, 16, generator=_seeded("audio", data, tag)),
+                "latents": encode_audio(sound, steps),
                 "num_time_steps": steps, "frequency_bins": 16, "duration": duration}
         for folder, payload in targets.items():
             path = out / folder / name

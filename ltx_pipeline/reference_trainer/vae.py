@@ -5,7 +5,9 @@ the grid LTX-2's VAE produces) and ``decode`` (latents -> frames). It is NOT LTX
 frame is the mean of its frames (the first alone, then groups of 8, as the causal VAE groups them),
 each 32x32 patch is averaged to 4x4 RGB (48 values) and projected onto 128 channels by a fixed,
 seeded matrix with orthonormal columns. Decoding is the exact transpose, so what a LoRA learns in
-latent space comes back as the colours and coarse shapes of the user's frames.
+latent space comes back as the colours and coarse shapes of the user's frames. ``encode_audio`` is
+the toy audio VAE: per latent step (25 a second) the log magnitude spectrum of the clip's own sound,
+pooled to 128 bands and standardised, so a tone is a steady, learnable pattern.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-__all__ = ["LATENT_CHANNELS", "decode", "encode"]
+__all__ = ["AUDIO_RATE", "LATENT_CHANNELS", "decode", "encode", "encode_audio"]
 
 LATENT_CHANNELS = 128
 PATCH = 32  # pixels per latent cell, each axis
@@ -74,3 +76,21 @@ def decode(latents: torch.Tensor, frames: int) -> npt.NDArray[np.uint8]:
     groups = _time_groups(frames)
     repeated = [pictures[index] for index, group in enumerate(groups[:t]) for _ in range(group.stop - group.start)]
     return np.stack(repeated)
+
+
+AUDIO_RATE = 16000
+AUDIO_STEPS_PER_SECOND = 25
+_AUDIO_BANDS = 128  # = 8 channels x 16 bins, the latent's shape
+
+
+def encode_audio(samples: npt.NDArray[np.float32], steps: int) -> torch.Tensor:
+    """Mono float32 at ``AUDIO_RATE`` -> ``[8, steps, 16]`` latents (log-band spectrum per 40 ms)."""
+    hop = AUDIO_RATE // AUDIO_STEPS_PER_SECOND
+    padded = np.zeros(steps * hop, dtype=np.float32)
+    padded[: min(samples.size, padded.size)] = samples[: padded.size]
+    spectrum = np.abs(np.fft.rfft(padded.reshape(steps, hop) * np.hanning(hop), axis=1))  # [steps, hop/2+1]
+    bands = np.array_split(spectrum[:, 1:], _AUDIO_BANDS, axis=1)
+    features = np.log1p(np.stack([band.mean(axis=1) for band in bands], axis=1))  # [steps, 128]
+    # Standardised over the clip and clipped: a pure tone is one bright band, silence is all zeros.
+    scaled = np.clip((features - features.mean()) / (features.std() + 1e-6), -4.0, 4.0)
+    return torch.from_numpy(scaled.astype(np.float32)).reshape(steps, 8, 16).permute(1, 0, 2).contiguous()

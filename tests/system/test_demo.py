@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from ltx_pipeline.ltx.media import read_media_info
 
 ENGINE = [sys.executable, "-c", "from ltx_pipeline.cli import main; main()"]
 PHASES = ["probe", "plan", "data_check", "config_patch", "validate", "autotune", "train", "monitor"]
@@ -34,8 +37,18 @@ def test_demo_runs_every_phase_with_an_oom_trial_a_winner_checkpoints_and_a_summ
     root = workspace / run["name"]
     checkpoints = sorted(p.name for p in (root / "outputs" / "checkpoints").glob("lora_weights_step_*.safetensors"))
     assert checkpoints == ["lora_weights_step_00030.safetensors", "lora_weights_step_00060.safetensors"]
-    assert list((root / "outputs" / "samples").glob("step_*.mp4"))
+    samples = sorted((root / "outputs" / "samples").glob("step_*.mp4"))
+    assert [p.name for p in samples] == [f"step_{s:06d}_{k}.mp4" for s in (0, 30, 60) for k in (1, 2)]
+    for sample in samples:  # real H.264 a player opens, at the bucket's size
+        info = read_media_info(sample)
+        assert (info.kind, info.width, info.height, info.frames) == ("video", 96, 64, 25), sample.name
+    # The loss falls visibly: logged at least every 5 steps, the last tenth a fifth below the first.
+    losses = [float(m) for m in re.findall(r"Step \d+/60 - Loss: ([0-9.]+)", (root / "logs" / "train.log").read_text())]
+    assert len(losses) >= 12, losses
+    tenth = max(1, len(losses) // 10)
+    first, last = sum(losses[:tenth]) / tenth, sum(losses[-tenth:]) / tenth
+    assert last <= 0.8 * first, (first, last, losses)
     for name in ("plan.md", "config.yaml", "autotune.md", "autotune.png", "outputs/run-summary.md",
-                 "outputs/loss.png", "outputs/step_time.png"):
+                 "outputs/loss.png", "outputs/step_time.png", "outputs/samples/contact-sheet.png"):
         assert (root / name).is_file(), name
     assert run["training"]["state"] == "finished" and run["training"]["step"] == 60
