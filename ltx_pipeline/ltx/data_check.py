@@ -29,6 +29,7 @@ __all__ = [
     "MetadataReport",
     "Severity",
     "check_clip_lengths",
+    "check_media_facts",
     "check_data_identity",
     "check_metadata",
     "data_identity",
@@ -283,6 +284,34 @@ def check_clip_lengths(frame_counts: Mapping[str, int | None], buckets: Iterable
                             f"{name_some(Path(c).name for c in unmeasured)}", None,
                             "re-encode them (PyAV could not count their frames); reconciliation after "
                             "preprocessing will name any that were skipped"))
+    return checks
+
+
+def check_media_facts(facts: Mapping[str, Mapping[str, Any]], audio_run: bool) -> list[Check]:
+    """The spread of frame rates and sizes the probe measured, and clips without sound in an audio run.
+
+    Args:
+        facts: clip -> the probe's facts (``kind``, ``fps``, ``width``, ``height``, ``has_audio``).
+        audio_run: whether training reads audio latents (the mode generates or is conditioned on audio).
+    """
+    if not facts:
+        return []
+    videos = {clip: f for clip, f in facts.items() if f.get("kind") == "video"}
+    rates = Counter(round(float(f["fps"]), 3) for f in videos.values())
+    sizes = Counter(f"{f['width']}x{f['height']}" for f in facts.values())
+    rate_text = ", ".join(f"{rate:g} fps ({n})" for rate, n in sorted(rates.items())) or "no video clips"
+    size_text = ", ".join(f"{size} ({n})" for size, n in sizes.most_common(5))
+    more = f" and {len(sizes) - 5} more size(s)" if len(sizes) > 5 else ""
+    checks = [Check("info", "media-spread", f"{len(facts)} clip(s) measured: {rate_text}; sizes {size_text}{more}",
+                    None, "preprocessing resizes and centre-crops every clip to its bucket and keeps its frames "
+                          "as they are (no frame-rate conversion)")]
+    if audio_run:
+        silent = sorted(Path(clip).name for clip, f in videos.items() if not f.get("has_audio"))
+        if silent:
+            checks.append(Check("warning", "no-audio-track",
+                                f"{len(silent)} of {len(videos)} clip(s) have no audio stream, and this mode trains "
+                                f"on audio: {name_some(silent)}", None,
+                                "add an audio track to them, remove them, or choose a video-only mode"))
     return checks
 
 

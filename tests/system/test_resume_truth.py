@@ -41,6 +41,9 @@ def test_liveness_survives_a_start_time_shift_but_never_takes_a_stranger(tmp_pat
     marker = str(tmp_path / "train.log.exit")
     child = subprocess.Popen([sys.executable, "-c", "import time, sys; time.sleep(30)", marker])
     try:
+        deadline = time.monotonic() + 20  # between fork and exec the child still shows pytest's command line
+        while marker not in psutil.Process(child.pid).cmdline() and time.monotonic() < deadline:
+            time.sleep(0.02)
         started = psutil.Process(child.pid).create_time()
         host = os.uname().nodename
         assert is_alive(child.pid, started, host)

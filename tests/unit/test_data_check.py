@@ -407,3 +407,20 @@ def test_a_shape_mismatch_names_the_sample_file_by_its_whole_path(tmp_path: Path
     sample = root / "latents" / "tmp" / "data" / "videos" / "clip0.pt"
     assert f"(sample {sample}:" in check.message
     assert "sample latents" not in check.message
+
+
+def _facts(fps: float, width: int, height: int, has_audio: bool) -> dict:
+    return {"kind": "video", "fps": fps, "width": width, "height": height, "has_audio": has_audio}
+
+
+def test_media_facts_report_the_fps_and_size_spread_and_name_silent_clips_in_an_audio_run() -> None:
+    from ltx_pipeline.ltx.data_check import check_media_facts
+
+    facts = {"/d/a.mp4": _facts(24.0, 640, 360, True), "/d/b.mp4": _facts(30.0, 640, 360, False),
+             "/d/c.mp4": _facts(24.0, 1280, 720, True)}
+    checks = {c.code: c for c in check_media_facts(facts, audio_run=True)}
+    assert "24 fps (2), 30 fps (1)" in checks["media-spread"].message
+    assert "640x360 (2), 1280x720 (1)" in checks["media-spread"].message
+    silent = checks["no-audio-track"]
+    assert silent.severity == "warning" and "1 of 3" in silent.message and "b.mp4" in silent.message
+    assert "no-audio-track" not in {c.code for c in check_media_facts(facts, audio_run=False)}
