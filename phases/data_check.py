@@ -26,7 +26,6 @@ from ltx_pipeline.ltx.data_check import (
     Check,
     check_clip_lengths,
     check_data_identity,
-    check_media_facts,
     check_metadata,
     format_checks,
     has_errors,
@@ -69,7 +68,6 @@ class DataCheckPhase:
         metadata_file, rows, media = _metadata(dataset, mode, checks)
         for buckets in stages:
             checks += check_clip_lengths((probe.get("clip_frames") or {}).get("counts") or {}, list(buckets))
-        checks += check_media_facts((probe.get("clip_frames") or {}).get("facts") or {}, mode.audio_run)
         model_path, encoder_path = model_paths(ctx)
         files = model_files(ctx.workspace, model_path, encoder_path)
         checks += _model_checks(ctx, files)
