@@ -22,9 +22,9 @@ from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.buckets import Bucket, parse_buckets
+from ltx_pipeline.ltx.clip_checks import check_clip_lengths
 from ltx_pipeline.ltx.data_check import (
     Check,
-    check_clip_lengths,
     check_data_identity,
     check_metadata,
     format_checks,

@@ -4,11 +4,12 @@ The reference trainer's ``process_dataset.py``: builds ``.precomputed/`` (or ``-
 a metadata file (.csv, .json list, .jsonl) with a caption column and a video column, with no Gemma
 and a toy VAE. Each clip is read with PyAV (``ltx.media``): its first F frames are resized keeping
 the aspect ratio and centre-cropped to the chosen bucket, as the trainer prepares them, and encoded
-by the toy VAE (``vae.encode``) into latents [128, F', H/32, W/32]. Audio latents [8, T, 16] (25 steps
-per second, seeded from the clip's bytes: the toy has no audio VAE) are written for media with an
-audio track unless ``--skip-audio``; caption features come from the toy text encoder keyed to the
+by the toy VAE (``vae.encode``) into latents [128, F', H/32, W/32]. Audio latents (25 steps per
+second: a log-band spectrum of the clip's own sound, ``vae.encode_audio``) are written for media with
+an audio track unless ``--skip-audio``; caption features come from the toy text encoder keyed to the
 base model (``--model-path``). Bucket choice, skipping of clips shorter than the smallest bucket and
-of unreadable files (a ``WARNING  Skipping`` line naming the file and why), output naming, never
+of unreadable files (the real script's ``Skipping video at <path> - has N frames, ...`` and
+``Failed to read video at <path>: <why>`` lines), output naming, never
 overwriting without ``--overwrite``, atomic ``.pt.tmp.<pid>`` writes and bucket errors (exit 2)
 follow facts §6.1-§6.3.
 """
@@ -157,11 +158,12 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - one linear pass 
             bucket = choose_bucket(buckets, info.frames or 0, info.width, info.height)
             pixels = None if bucket is None else decode_video(source, bucket[0], bucket[1], bucket[2])
         except BadMedia as error:
-            print(f"WARNING  Skipping {media}: {error.reason}")
+            print(f"WARNING  Failed to read video at {source}: {error.reason}")
             counts["skipped"] += 1
             continue
         if bucket is None or pixels is None:
-            print(f"WARNING  Skipping {media}: {info.frames} frames, fewer than the smallest bucket ({smallest})")
+            print(f"WARNING  Skipping video at {source} - has {info.frames} frames, which is less than the minimum "
+                  f"required frames ({smallest})")
             counts["skipped"] += 1
             continue
         frames, height, width = bucket
@@ -185,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - one linear pass 
             try:
                 sound = decode_audio(source, AUDIO_RATE, duration)
             except BadMedia as error:
-                print(f"WARNING  Skipping {media}: {error.reason}")
+                print(f"WARNING  Failed to read audio at {source}: {error.reason}")
                 counts["skipped"] += 1
                 continue
             targets["audio_latents"] = {

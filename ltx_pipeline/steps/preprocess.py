@@ -10,9 +10,11 @@ is verified first and reused only when its identity and samples match. A folder 
 made with another identity (or with none recorded) is the engine's to replace: the autotune
 scratch copy under ``overfit/`` is deleted, a stage's folder is moved aside to
 ``<folder>.stale-<digest>``, and preprocessing starts fresh; a folder outside the run is refused.
-Afterwards the output is reconciled against the metadata: every dropped clip is named, the audio
-gate holds, shapes match the buckets. Model identities are cached in ``cache/model-identity.json``
-of the workspace, keyed by path, size and mtime.
+Afterwards the output is reconciled against the metadata: a preprocessing that exited 0 but wrote
+fewer samples than rows fails with expected/wrote and each left-out file with the reason from its log
+(clips too short for every bucket, which the data check named before approval, are only narrated);
+every dropped clip is named, the audio gate holds, shapes match the buckets. Model identities are
+cached in ``cache/model-identity.json`` of the workspace, keyed by path, size and mtime.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.errors import BadDataset, PhaseFailed
+from ltx_pipeline.errors import BadDataset, PhaseFailed, RunFailed
 from ltx_pipeline.ltx.buckets import Bucket, format_buckets
 from ltx_pipeline.ltx.data_check import (
     Check,
@@ -39,7 +41,7 @@ from ltx_pipeline.ltx.data_check import (
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import Mode
 from ltx_pipeline.ltx.precomputed import inspect_precomputed
-from ltx_pipeline.trainer_log import read_tail
+from ltx_pipeline.trainer_log import MediaSkipped, parse_lines, read_tail
 from ltx_pipeline.workspace import atomic_write, ensure_inside
 
 __all__ = ["IDENTITY_CACHE", "IDENTITY_FILE", "LEGACY_PAIRING_FILE", "model_files", "preprocess", "read_identity",
@@ -120,6 +122,7 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
                                           extra_flags=extra_flags)
     _record(ctx, output_dir, identity)  # first: an interrupted folder is resumed with the same identity
     log = ctx.paths.logs / "preprocess.log"
+    offset = log.stat().st_size if log.exists() else 0  # the log is appended: read only this run's part
     handle = ctx.journal.run_to_end("preprocess", stage, spec, log)
     record = handle.exit()
     if record is None or record["exit_code"] != 0:
@@ -128,6 +131,7 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
                           f": {tail}", str(log))
     report = inspect_precomputed(output_dir, mode, list(buckets), load=_load, metadata_media=media,
                                  metadata_dir=metadata_file.parent)
+    _reconcile_written(ctx, report, media, metadata_file.parent, mode, buckets, _skipped_in(log, offset), log)
     for check in report.checks:
         if check.severity == "warning":
             ctx.warn(check.line())
@@ -136,6 +140,66 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
         raise BadDataset(f"Preprocessed data failed its check: {first.message}", where=str(output_dir),
                          fix=first.fix or "see logs/preprocess.log")
     return {**_summary(report, reused=False), "data_identity": identity["digest"]}
+
+
+def _skipped_in(log: Path, offset: int) -> list[MediaSkipped]:
+    """The files this preprocessing run said it left out (its part of the appended log)."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(offset)
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return [event for event in parse_lines(text.splitlines()) if isinstance(event, MediaSkipped)]
+
+
+def _reconcile_written(ctx: Any, report: Any, media: list[str], media_dir: Path, mode: Mode,
+                       buckets: tuple[Bucket, ...], skipped: list[MediaSkipped], log: Path) -> None:
+    """Fail when a preprocessing that exited 0 wrote fewer samples than it was given, except for the
+    clips too short for every bucket: the data check named those before the plan was approved, so
+    losing them is the user's choice (they are still named here, with the log's reason).
+
+    Raises:
+        RunFailed: nothing written, or a clip left out for any other reason (unreadable, no reason
+            in the log): expected N, wrote M, each file with why.
+    """
+    primary = "latents" if mode.video_media else "audio_latents"
+    missing = list(report.dropped.get(primary, ()))
+    if report.counts.get(primary, 0) == 0:
+        missing = list(media)
+    if not missing:
+        return
+    reasons = _reasons_by_clip(skipped, media_dir)
+    smallest = min(bucket.frames for bucket in buckets) if buckets else 0
+    why = {clip: reasons.get(_clip_key(clip, media_dir)) or reasons.get(Path(clip).name) for clip in missing}
+    foreseen = {clip for clip, reason in why.items() if reason and "fewer than the smallest bucket" in reason}
+    wrote = len(media) - len(missing)
+    if wrote > 0 and len(foreseen) == len(missing):
+        ctx.narrate(f"Preprocessing left out {len(missing)} clip(s) shorter than the smallest bucket "
+                    f"({smallest} frames), as the data check said: "
+                    f"{'; '.join(f'{Path(c).name} ({why[c]})' for c in missing[:10])}")
+        return
+    listed = "; ".join(f"{Path(clip).name} ({why[clip] or 'no reason in the log'})" for clip in missing[:10])
+    more = f"; and {len(missing) - 10} more" if len(missing) > 10 else ""
+    raise RunFailed(
+        f"Preprocessing exited 0 but wrote {wrote} of {len(media)} sample(s) into {report.root}; left out: "
+        f"{listed}{more}", where=str(log),
+        fix="fix or remove the files named (re-encode unreadable ones, e.g. with PyAV), then run "
+            "`ltx-pipeline resume`; clips too short for the bucket need a smaller or an extra shorter bucket")
+
+
+def _clip_key(clip: str, media_dir: Path) -> str:
+    path = Path(clip)
+    return str((path if path.is_absolute() else media_dir / path).resolve())
+
+
+def _reasons_by_clip(skipped: list[MediaSkipped], media_dir: Path) -> dict[str, str]:
+    """Skip reasons keyed by resolved path and by file name (logs print paths either way)."""
+    reasons: dict[str, str] = {}
+    for event in skipped:
+        reasons[_clip_key(event.path, media_dir)] = event.reason
+        reasons.setdefault(Path(event.path).name, event.reason)
+    return reasons
 
 
 def _verify_existing(ctx: Any, output_dir: Path, identity: dict[str, Any], label: str, mode: Mode,

@@ -9,7 +9,7 @@ Public API (pure standard library, safe to import from the CLI at start-up):
 - Event types (frozen dataclasses): ``StepEvent``, ``CheckpointSaved``, ``TrainingStateSaved``,
   ``CheckpointRemoved``, ``ValidationSaved``, ``OptimizerOffloaded``, ``TrainingStarted``,
   ``ResumingFrom``, ``CheckpointLoading``, ``CheckpointLoaded``, ``TrainingStateLoaded``,
-  ``ResumeFallback``, ``GpuMemory``, ``TrainableParams``, ``DatasetLoaded``, ``SamplesSkipped``,
+  ``ResumeFallback``, ``GpuMemory``, ``TrainableParams``, ``DatasetLoaded``, ``SamplesSkipped``, ``MediaSkipped``,
   ``TrainingStats``, ``WandbRun``, ``ErrorSignal`` (kinds in ``ERROR_KINDS``); ``Event`` is their union.
 - ``LogFollower(path, offset).read_new(max_bytes, final=False) -> (lines, new_offset)`` and
   ``read_tail(path, n)``.
@@ -39,6 +39,7 @@ from ltx_pipeline.trainer_log._events import (
     ErrorSignal,
     Event,
     GpuMemory,
+    MediaSkipped,
     OptimizerOffloaded,
     ResumeFallback,
     ResumingFrom,
@@ -75,6 +76,7 @@ __all__ = [
     "OptimizerOffloaded",
     "ResumeFallback",
     "ResumingFrom",
+    "MediaSkipped",
     "SamplesSkipped",
     "StepEvent",
     "TrainableParams",

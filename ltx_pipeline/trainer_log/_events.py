@@ -25,6 +25,7 @@ __all__ = [
     "OptimizerOffloaded",
     "ResumeFallback",
     "ResumingFrom",
+    "MediaSkipped",
     "SamplesSkipped",
     "StepEvent",
     "TrainableParams",
@@ -171,6 +172,16 @@ class SamplesSkipped:
 
 
 @dataclass(frozen=True)
+class MediaSkipped:
+    """Preprocessing left a media file out: ``Skipping video at <path> - has N frames, which is less
+    than the minimum required frames (M)``, ``Failed to read video at <path>: <error>`` or, for audio
+    datasets, ``Skipping <name> (D s) — shorter than ...`` (process_videos.py)."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class TrainingStats:
     """The end-of-run ``📊 Training Statistics:`` block; the process fields only on multi-GPU runs."""
 
@@ -201,7 +212,7 @@ Event = (
     StepEvent | CheckpointSaved | TrainingStateSaved | CheckpointRemoved | ValidationSaved
     | OptimizerOffloaded | TrainingStarted | ResumingFrom | CheckpointLoading | CheckpointLoaded
     | TrainingStateLoaded | ResumeFallback | GpuMemory | TrainableParams | DatasetLoaded
-    | SamplesSkipped | TrainingStats | WandbRun | ErrorSignal
+    | SamplesSkipped | MediaSkipped | TrainingStats | WandbRun | ErrorSignal
 )
 
 ERROR_KINDS = ("oom", "config_error", "shm_bus_error", "worker_killed", "host_memory", "missing_files",

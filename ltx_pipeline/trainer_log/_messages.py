@@ -22,6 +22,7 @@ from ltx_pipeline.trainer_log._events import (
     ErrorSignal,
     Event,
     GpuMemory,
+    MediaSkipped,
     OptimizerOffloaded,
     ResumeFallback,
     ResumingFrom,
@@ -63,6 +64,10 @@ _GPU_MEM_RE = re.compile(r"GPU memory usage after models preparation: ([\d.]+) G
 _PARAMS_RE = re.compile(r"Trainable params count: ([\d,]+)")
 _DATASET_RE = re.compile(r"Loaded dataset with ([\d,]+) samples")
 _SKIPPED_RE = re.compile(r"Skipped ([\d,]+) invalid samples from ([\d,]+) total")
+_SHORT_VIDEO_RE = re.compile(
+    r"Skipping video at (\S.*?) - has (\d+) frames, which is less than the minimum required frames \((\d+)\)")
+_UNREADABLE_RE = re.compile(r"Failed to read (video|audio) at (\S.*?): (.*?)\s*$")
+_SHORT_AUDIO_RE = re.compile(r"Skipping (\S.*?) \(([\d.]+)s\) \W+ shorter than (.*?)\s*$")
 _WANDB_RE = re.compile(r"https://wandb\.ai/\S+?/runs/[^\s'\"<>)\]]+")
 _STATS_ITEMS = {
     "total_time_minutes": (re.compile(r"Total time: ([\d.]+) minutes"), float),
@@ -171,6 +176,13 @@ def message_events(msg: str) -> list[Event]:
         events.append(DatasetLoaded(_int(match.group(1))))
     elif "invalid samples from" in msg and (match := _SKIPPED_RE.search(msg)):
         events.append(SamplesSkipped(_int(match.group(1)), _int(match.group(2))))
+    elif "Skipping video at" in msg and (match := _SHORT_VIDEO_RE.search(msg)):
+        events.append(MediaSkipped(match.group(1), f"{match.group(2)} frames, fewer than the smallest bucket's "
+                                                   f"{match.group(3)}"))
+    elif "Failed to read" in msg and (match := _UNREADABLE_RE.search(msg)):
+        events.append(MediaSkipped(match.group(2), f"unreadable {match.group(1)}: {match.group(3)}"))
+    elif "shorter than" in msg and (match := _SHORT_AUDIO_RE.search(msg)):
+        events.append(MediaSkipped(match.group(1), f"{match.group(2)} s, shorter than {match.group(3)}"))
     elif "Training Statistics:" in msg and (stats := stats_event(msg)):
         events.append(stats)
     if "wandb.ai/" in msg:

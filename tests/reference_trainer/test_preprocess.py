@@ -26,7 +26,7 @@ def test_writes_the_trainers_layout_and_shapes_and_skips_short_clips(tmp_path, b
     dataset = write_dataset(tmp_path / "data", [("a.mp4", 49, True), ("b.mp4", 20, False), ("short.mp4", 9, True)])
     assert _run(dataset, base, "--resolution-buckets", "64x64x17;64x64x49", "--lora-trigger", "TOK") == 0
     out = capsys.readouterr().out
-    assert "Skipping videos/short.mp4: 9 frames, fewer than the smallest bucket (17)" in out
+    assert "short.mp4 - has 9 frames, which is less than the minimum required frames (17)" in out
     assert "Using multiple resolution buckets. Training batch size must be 1." in out
     root = tmp_path / "data" / ".precomputed"
     latents = torch.load(root / "latents" / "videos" / "a.pt", weights_only=True)

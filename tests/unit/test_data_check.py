@@ -11,9 +11,9 @@ import pytest
 
 from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.buckets import Bucket
+from ltx_pipeline.ltx.clip_checks import check_clip_lengths, check_media_facts
 from ltx_pipeline.ltx.data_check import (
     Check,
-    check_clip_lengths,
     check_data_identity,
     check_metadata,
     data_identity,
@@ -414,7 +414,6 @@ def _facts(fps: float, width: int, height: int, has_audio: bool) -> dict:
 
 
 def test_media_facts_report_the_fps_and_size_spread_and_name_silent_clips_in_an_audio_run() -> None:
-    from ltx_pipeline.ltx.data_check import check_media_facts
 
     facts = {"/d/a.mp4": _facts(24.0, 640, 360, True), "/d/b.mp4": _facts(30.0, 640, 360, False),
              "/d/c.mp4": _facts(24.0, 1280, 720, True)}

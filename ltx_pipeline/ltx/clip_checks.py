@@ -1,0 +1,86 @@
+"""Checks on the clips themselves, from the probe's measurements: too short for the buckets, and the
+spread of frame rates, sizes and sound the trainer will meet (it converts none of them)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ltx_pipeline.ltx.buckets import TEMPORAL_FACTOR, Bucket
+from ltx_pipeline.ltx.data_check import Check, name_some
+
+__all__ = ["check_clip_lengths", "check_media_facts"]
+
+
+def check_clip_lengths(frame_counts: Mapping[str, int | None], buckets: Iterable[Bucket]) -> list[Check]:
+    """Name the clips too short for every planned bucket.
+
+    Preprocessing skips, with only a warning in its log, any clip with fewer frames than the
+    smallest bucket's F (facts §6.3), so the loss is surfaced here with the three ways out.
+
+    Args:
+        frame_counts: clip -> frame count (None where it could not be measured).
+        buckets: the planned buckets.
+
+    Returns:
+        ``short-clip`` (warning; error ``no-usable-clips`` when every measured clip is short) and
+        ``unmeasured-clip`` (info) findings.
+    """
+    planned = list(buckets)
+    if not planned or not frame_counts:
+        return []
+    shortest = min(planned, key=lambda bucket: bucket.frames)
+    short = {clip: n for clip, n in frame_counts.items() if n is not None and n < shortest.frames}
+    unmeasured = [clip for clip, n in frame_counts.items() if n is None]
+    checks: list[Check] = []
+    measured = len(frame_counts) - len(unmeasured)
+    if short:
+        fewest = min(short.values())
+        fits = max(1, (fewest - 1) // TEMPORAL_FACTOR * TEMPORAL_FACTOR + 1)
+        smaller = Bucket(shortest.width, shortest.height, fits)
+        everyone = len(short) == measured
+        fix = (f"choose one: (1) a smaller bucket such as {smaller} for all clips; (2) an extra shorter bucket "
+               f"{smaller} beside the others (several buckets force optimization.batch_size: 1); "
+               f"(3) accept losing {'them' if not everyone else 'all clips (nothing would train)'}")
+        named = [f"{Path(clip).name} ({n} frames)" for clip, n in sorted(short.items())]
+        checks.append(Check("error" if everyone else "warning", "no-usable-clips" if everyone else "short-clip",
+                            f"{len(short)} of {measured} clip(s) are shorter than the smallest bucket {shortest} "
+                            f"({shortest.frames} frames) and would be skipped by preprocessing: {name_some(named)}",
+                            "buckets", fix))
+    if unmeasured:
+        checks.append(Check("info", "unmeasured-clip",
+                            f"{len(unmeasured)} clip(s) could not be measured: "
+                            f"{name_some(Path(c).name for c in unmeasured)}", None,
+                            "re-encode them (PyAV could not count their frames); reconciliation after "
+                            "preprocessing will name any that were skipped"))
+    return checks
+
+
+def check_media_facts(facts: Mapping[str, Mapping[str, Any]], audio_run: bool) -> list[Check]:
+    """The spread of frame rates and sizes the probe measured, and clips without sound in an audio run.
+
+    Args:
+        facts: clip -> the probe's facts (``kind``, ``fps``, ``width``, ``height``, ``has_audio``).
+        audio_run: whether training reads audio latents (the mode generates or is conditioned on audio).
+    """
+    if not facts:
+        return []
+    videos = {clip: f for clip, f in facts.items() if f.get("kind") == "video"}
+    rates = Counter(round(float(f["fps"]), 3) for f in videos.values())
+    sizes = Counter(f"{f['width']}x{f['height']}" for f in facts.values())
+    rate_text = ", ".join(f"{rate:g} fps ({n})" for rate, n in sorted(rates.items())) or "no video clips"
+    size_text = ", ".join(f"{size} ({n})" for size, n in sizes.most_common(5))
+    more = f" and {len(sizes) - 5} more size(s)" if len(sizes) > 5 else ""
+    checks = [Check("info", "media-spread", f"{len(facts)} clip(s) measured: {rate_text}; sizes {size_text}{more}",
+                    None, "preprocessing resizes and centre-crops every clip to its bucket and keeps its frames "
+                          "as they are (no frame-rate conversion)")]
+    if audio_run:
+        silent = sorted(Path(clip).name for clip, f in videos.items() if not f.get("has_audio"))
+        if silent:
+            checks.append(Check("warning", "no-audio-track",
+                                f"{len(silent)} of {len(videos)} clip(s) have no audio stream, and this mode trains "
+                                f"on audio: {name_some(silent)}", None,
+                                "add an audio track to them, remove them, or choose a video-only mode"))
+    return checks
