@@ -3,10 +3,12 @@
 Every error a user can act on is an ``LtxPipelineError`` carrying its exit code and a three-part
 message: what went wrong, where (a path, field or option), and how to fix it. Only ``cli.main``
 turns these into a printed line and an exit status; nothing else catches them to print.
-This module imports nothing from the project so every layer may use it.
+This module imports nothing from the project (only the standard library) so every layer may use it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 __all__ = [
     "EXIT_APPROVAL_GATE",
@@ -18,6 +20,7 @@ __all__ = [
     "BadConfig",
     "BadDataset",
     "BadInput",
+    "BadInputs",
     "BadRequest",
     "GateStopped",
     "LtxPipelineError",
@@ -83,6 +86,20 @@ class BadConfig(BadInput):
 
 class UnsafePath(BadInput):
     """A path or name would escape the workspace or is not allowed."""
+
+
+class BadInputs(BadInput):
+    """Several problems of one input found together (as the trainer's config validation reports
+    them): ``problems`` holds each; the message is one line per problem, so a user fixes all at once."""
+
+    def __init__(self, problems: Sequence[LtxPipelineError], where: str | None = None) -> None:
+        self.problems = list(problems)
+        lines = "\n- ".join(problem.line() for problem in self.problems)
+        super().__init__(f"{len(self.problems)} problems in the request:\n- {lines}", where, None)
+
+    def line(self) -> str:
+        """A header, then each problem (what, where, fix) on its own line, never folded into one."""
+        return self.what
 
 
 class Refused(LtxPipelineError):

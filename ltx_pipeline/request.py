@@ -16,13 +16,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ltx_pipeline.errors import BadDataset, BadRequest
+from ltx_pipeline.errors import BadDataset, BadInputs, BadRequest, LtxPipelineError
 from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, parse_buckets
 from ltx_pipeline.ltx.modes import MODES, get_mode
 from ltx_pipeline.workspace import atomic_write, validate_run_name
 
-__all__ = ["BACKENDS", "RunRequest", "build_request", "default_run_name", "load_request", "read_request_file",
-           "refuse_unusable_dataset", "save_request"]
+__all__ = ["BACKENDS", "RunRequest", "build_request", "check_new_request", "default_run_name", "load_request",
+           "read_request_file", "refuse_unusable_dataset", "save_request"]
 
 BACKENDS = ("ltx", "reference", "simulated")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
@@ -140,25 +140,60 @@ class RunRequest(BaseModel):
 
 
 def build_request(values: dict[str, Any], where: str = "options") -> RunRequest:
-    """Validate raw values into a ``RunRequest``, turning the first problem into one clear line.
+    """Validate raw values into a ``RunRequest``, each problem as one clear line.
 
     Raises:
-        BadRequest: with the offending field, its problem and how to fix it.
+        BadRequest: one problem, with the offending field, what is wrong and how to fix it.
+        BadInputs: several problems, each such a line.
     """
     try:
         return RunRequest(**values)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "request"
-        message = str(err["msg"]).removeprefix("Value error, ")
-        option = "--" + field.replace("_", "-") if where == "options" else f"{where}: {field}"
-        if err["type"] == "extra_forbidden":
-            raise BadRequest(f"Unknown request field {field!r}", where=where,
-                             fix="remove it; valid fields are " + ", ".join(RunRequest.model_fields)) from None
-        raise BadRequest(message, where=option if field != "request" else where,
-                         fix=_fix_hint(field)) from None
-    except BadRequest:
-        raise
+        problems = [_request_problem(err, where) for err in exc.errors()]
+    raise problems[0] if len(problems) == 1 else BadInputs(problems, where)
+
+
+def _request_problem(err: Any, where: str) -> BadRequest:
+    field = ".".join(str(p) for p in err["loc"]) or "request"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    option = "--" + field.replace("_", "-") if where == "options" else f"{where}: {field}"
+    if err["type"] == "extra_forbidden":
+        return BadRequest(f"Unknown request field {field!r}", where=where,
+                          fix="remove it; valid fields are " + ", ".join(RunRequest.model_fields))
+    return BadRequest(message, where=option if field != "request" else where, fix=_fix_hint(field))
+
+
+def check_new_request(run_name: str | None, values: dict[str, Any], where: str = "options") -> RunRequest:
+    """Every problem of a new run's request found at once, before anything of the run is written.
+
+    The run name, each option (or ``run.yaml`` field), and the shape of the metadata file for the
+    mode asked for are all checked; one problem raises its own error, several raise ``BadInputs``.
+    """
+    problems: list[LtxPipelineError] = []
+    if run_name is not None:
+        try:
+            validate_run_name(run_name)  # "" and reserved names are refused, not replaced by a default
+        except LtxPipelineError as exc:
+            problems.append(exc)
+    request: RunRequest | None = None
+    try:
+        request = build_request(values, where)
+    except BadInputs as exc:
+        problems += exc.problems
+    except BadRequest as exc:
+        problems.append(exc)
+    mode = values.get("mode", "t2v")
+    if values.get("dataset") and mode in MODES:  # the dataset's shape is checked even when options are wrong
+        try:
+            _refuse_unusable_metadata(str(values["dataset"]), str(mode))
+        except BadDataset as exc:
+            problems.append(exc)
+    if len(problems) > 1:
+        raise BadInputs(problems, where)
+    if problems:
+        raise problems[0]
+    assert request is not None  # no problem means the request was built
+    return request
 
 
 def refuse_unusable_dataset(request: RunRequest) -> None:
@@ -170,12 +205,16 @@ def refuse_unusable_dataset(request: RunRequest) -> None:
     Raises:
         BadDataset: with every missing column of the file, or why it cannot be read as rows.
     """
+    _refuse_unusable_metadata(request.dataset, request.mode)
+
+
+def _refuse_unusable_metadata(dataset: str, mode: str) -> None:
     from ltx_pipeline.ltx.data_check import check_metadata
 
-    path = Path(request.dataset).expanduser()
+    path = Path(dataset).expanduser()
     if not path.is_file() or path.suffix.lower() not in {".csv", ".json", ".jsonl"}:
         return  # folders, .precomputed and missing paths are classified (and refused) by the probe
-    report = check_metadata(path, get_mode(request.mode))  # BadDataset when it is not rows
+    report = check_metadata(path, get_mode(mode))  # BadDataset when it is not rows
     missing = [check for check in report.checks if check.code == "missing-column"]
     if missing:
         raise BadDataset("; ".join(check.message for check in missing), where=str(path.absolute()),

@@ -1,7 +1,8 @@
 """Data-check phase: verify the dataset for the mode and plan where each stage's latents come from.
 
 Metadata: required columns per mode, media paths resolved against the metadata file, duplicates,
-empty captions, and clips too short for a stage's bucket (preprocessing would skip them silently).
+empty captions, clips too short for a stage's bucket (preprocessing would skip them silently), the
+spread of frame rates and sizes, and clips without sound when an audio mode still has to preprocess.
 An existing ``.precomputed/`` (given directly or beside the metadata) is verified, never trusted:
 subfolders per mode, matching samples across sources, tensor shapes against the planned bucket,
 counts reconciled with every dropped clip named, the audio gate. Nothing is preprocessed here: the
@@ -22,7 +23,7 @@ from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.buckets import Bucket, parse_buckets
-from ltx_pipeline.ltx.clip_checks import check_clip_lengths
+from ltx_pipeline.ltx.clip_checks import check_clip_lengths, check_media_facts
 from ltx_pipeline.ltx.data_check import (
     Check,
     check_data_identity,
@@ -66,14 +67,17 @@ class DataCheckPhase:
         dataset = probe["dataset"]
         checks: list[Check] = []
         metadata_file, rows, media = _metadata(dataset, mode, checks)
+        clip_facts = probe.get("clip_frames") or {}
         for buckets in stages:
-            checks += check_clip_lengths((probe.get("clip_frames") or {}).get("counts") or {}, list(buckets))
+            checks += check_clip_lengths(clip_facts.get("counts") or {}, list(buckets))
+        existing = _existing_precomputed(dataset, ctx.request.fresh_preprocess)
+        # Sound matters only to latents still to be made: an existing folder is checked by its audio gate.
+        checks += check_media_facts(clip_facts.get("facts") or {}, mode.audio_run and existing is None)
         model_path, encoder_path = model_paths(ctx)
         files = model_files(ctx.workspace, model_path, encoder_path)
         checks += _model_checks(ctx, files)
         identities = [stage_identity(ctx, model_path=model_path, text_encoder_path=encoder_path,
                                      buckets=";".join(str(b) for b in buckets)) for buckets in stages]
-        existing = _existing_precomputed(dataset, ctx.request.fresh_preprocess)
         report = None
         if existing is not None:
             report = inspect_precomputed(Path(existing), mode, list(stages[0]), load=_load_sample,

@@ -132,15 +132,24 @@ def _read_clips(ctx: RunContext, media: list[tuple[int | None, Path]], dataset: 
     """
     if not media:
         return {}
-    if len(media) > 50:
+    many = len(media) > 50
+    if many:
         ctx.narrate(f"Reading {len(media)} clips (frames, fps, size, audio)...")
+    on_count = ctx.options.get("on_count")  # the CLI's progress bar; narrated every tenth without one
     step = max(50, len(media) // 10)
 
     def progress(done: int, total: int) -> None:
-        if total > 50 and (done % step == 0 or done == total):
+        if not many:
+            return
+        if on_count is not None:
+            on_count("reading clips", done, total)
+        elif done % step == 0 or done == total:
             ctx.narrate(f"  {done}/{total} clips read")
 
-    report = read_clips(media, on_progress=progress)
+    report = read_clips(media, on_progress=progress, cache=ctx.journal)
+    if report.from_cache:
+        ctx.narrate(f"{report.from_cache} of {len(media)} clip(s) unchanged since they were last read (same size "
+                    "and modification time): their facts came from the workspace's store.")
     if report.unreadable:
         items = sorted(report.unreadable.items(), key=lambda item: (item[1]["row"] or 0, item[0]))
         lines = [f"row {v['row']}: {path}: {v['reason']}" if v["row"] else f"{path}: {v['reason']}"

@@ -94,8 +94,9 @@ sys.exit({exit_code})
 
 
 @functools.cache
-def mp4_bytes(frames: int = 121, height: int = 64, width: int = 64, fps: float = 24.0, audio: bool = False) -> bytes:
-    """A real H.264 clip (PyAV), made once per process and reused: tests write its bytes where they need a clip."""
+def mp4_bytes(frames: int = 121, height: int = 64, width: int = 64, fps: float = 24.0, audio: bool = True) -> bytes:
+    """A real H.264 clip (PyAV), with a sound track unless ``audio=False`` (LTX-2's default modes train
+    on audio), made once per process and reused: tests write its bytes where they need a clip."""
     import tempfile
 
     from ltx_pipeline.ltx.sample_clips import write_clip

@@ -60,7 +60,8 @@ def _exit(code: int, argv: list[str] | None) -> int:
 
 
 def _fail(line: str, code: int, as_json: bool, kind: str) -> int:
-    line = " ".join(line.split())
+    # Each line's whitespace is folded; a message of several problems keeps one line per problem.
+    line = "\n".join(" ".join(part.split()) for part in line.splitlines() if part.strip())
     text = json.dumps({"error": kind, "message": line, "exit_code": code}) if as_json else f"error: {line}"
     print(text, file=sys.stderr)
     return code

@@ -59,8 +59,9 @@ def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any) -> dict[
     data = root / "data"
     rows = [{"caption": f"bench clip {i}", "video": f"videos/clip{i}.mp4"} for i in range(4)]
     # Real clips, read by the probe and the data check: 321 frames outlast every bucket (the chained
-    # default's longest); one small clip is encoded and copied, the simulated trainer reads no pixels.
-    clip = write_clip(data / "videos" / "clip0.mp4", 321, 32, 32)
+    # default's longest); one small clip (with sound: t2v trains on audio) is encoded and copied, the
+    # simulated trainer reads no pixels.
+    clip = write_clip(data / "videos" / "clip0.mp4", 321, 32, 32, audio=True)
     for i in range(1, len(rows)):
         atomic_write(data / "videos" / f"clip{i}.mp4", clip.read_bytes())
     atomic_write(data / "dataset.json", json.dumps(rows))

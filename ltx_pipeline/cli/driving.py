@@ -12,6 +12,7 @@ from typing import Any
 
 from ltx_pipeline.backends import make_backend
 from ltx_pipeline.cli.console import err, out
+from ltx_pipeline.cli.progress import CountProgressBar
 from ltx_pipeline.cli.render import print_event
 from ltx_pipeline.cli.training import TrainingProgressBar
 from ltx_pipeline.engine import Outcome, Runner, approve_plan
@@ -19,6 +20,7 @@ from ltx_pipeline.errors import EXIT_APPROVAL_GATE, EXIT_OK, BadRequest
 from ltx_pipeline.request import (
     RunRequest,
     build_request,
+    check_new_request,
     default_run_name,
     load_request,
     read_request_file,
@@ -85,15 +87,14 @@ def open_workspace(workspace: Path | None, create: bool = True) -> tuple[Workspa
 
 def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict[str, Any]) -> tuple[Run, RunRequest]:
     """Create the run, or update an existing one's run.yaml with the options given."""
-    if run_name is not None:
-        validate_run_name(run_name)  # "" and reserved names are refused, not replaced by a default
-    existing = store.get_run(run_name) if run_name else None
+    existing = store.get_run(run_name) if run_name else None  # no stored run has a name validation refuses
     if existing is None:
         if "dataset" not in options:
+            if run_name is not None:
+                validate_run_name(run_name)  # "" and reserved names are refused, not replaced by a default
             raise BadRequest("A new run needs a dataset", where="--dataset",
                              fix="pass --dataset PATH (or --run NAME of an existing run)")
-        request = build_request(options)
-        refuse_unusable_dataset(request)  # before anything of the run is written
+        request = check_new_request(run_name, options)  # every problem at once, before anything is written
         name = run_name or default_run_name(request)
         paths = ws.run(name)
         if store.get_run(name) is None:
@@ -119,9 +120,9 @@ def drive_run(ws: Workspace, store: Store, run: Run, request: RunRequest, approv
     store.update_request(run.id, request.model_dump(mode="json"))
     backend = make_backend(request.backend, trainer_root=request.trainer_root, surface=request.surface,
                            assume_gpu=request.assume_gpu, memory_scale=request.reference_memory_scale)
-    bar = TrainingProgressBar(out)
+    bar, counts = TrainingProgressBar(out), CountProgressBar()
     runner = Runner(store, ws, PHASES, backend=backend, on_event=on_event,
-                    options={**(options or {}), "on_progress": bar})
+                    options={**(options or {}), "on_progress": bar, "on_count": counts})
     try:
         report = runner.drive(run, request)
         if report.outcome is Outcome.AWAITING_APPROVAL and approve:
@@ -130,6 +131,7 @@ def drive_run(ws: Workspace, store: Store, run: Run, request: RunRequest, approv
             report = runner.drive(run, request)
     finally:
         bar.close()
+        counts.close()
     target = f"--workspace {ws.root} --run {run.name}"
     if report.outcome is Outcome.AWAITING_APPROVAL:
         out.print(f"Stopped at the approval gate. Read {ws.run(run.name).plan_file}, then:", markup=False)

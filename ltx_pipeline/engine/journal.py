@@ -2,8 +2,9 @@
 
 Phases launch processes, parse logs and find checkpoints; the journal is the one narrow door
 through which those facts reach the store (processes with their pid and start time, log offsets,
-step metrics in batches, checkpoint pairs). A launch is always supervised and detached, so it
-survives the engine, and a live recorded process is re-attached instead of launched twice.
+step metrics in batches, checkpoint pairs, what reading each media file found). A launch is always
+supervised and detached, so it survives the engine, and a live recorded process is re-attached
+instead of launched twice.
 """
 
 from __future__ import annotations
@@ -192,6 +193,13 @@ class RunJournal:
         """Re-attach to a live process of this kind and stage, or launch one; wait for its end."""
         handle = self.live(kind, stage) or self.launch(kind, stage, spec, log_path, validated)
         return self.wait(handle)
+
+    # -- media facts (workspace-wide cache, keyed by path, size and mtime) ------------------------
+    def cached_media_facts(self, keys: list[tuple[str, int, int]]) -> dict[str, dict[str, Any]]:
+        return self.store.media_facts(keys)
+
+    def remember_media_facts(self, rows: list[tuple[str, int, int, dict[str, Any]]]) -> None:
+        self.store.save_media_facts(rows)
 
     # -- metrics and checkpoints --------------------------------------------------------------
     def add_metrics(self, stage: int, rows: list[dict[str, Any]]) -> int:

@@ -79,8 +79,10 @@ def check_media_facts(facts: Mapping[str, Mapping[str, Any]], audio_run: bool) -
     if audio_run:
         silent = sorted(Path(clip).name for clip, f in videos.items() if not f.get("has_audio"))
         if silent:
-            checks.append(Check("warning", "no-audio-track",
+            everyone = len(silent) == len(videos)  # preprocessing would write no audio latents at all
+            checks.append(Check("error" if everyone else "warning", "no-audio-track",
                                 f"{len(silent)} of {len(videos)} clip(s) have no audio stream, and this mode trains "
-                                f"on audio: {name_some(silent)}", None,
+                                f"on audio{' (the audio gate would stop training)' if everyone else ''}: "
+                                f"{name_some(silent)}", None,
                                 "add an audio track to them, remove them, or choose a video-only mode"))
     return checks

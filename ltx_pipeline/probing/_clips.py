@@ -2,25 +2,35 @@
 
 This module owns ``media_files`` (the clips a metadata file names, or the videos and images under a
 folder, each with its metadata row number) and ``read_clips`` (frames, fps, size and audio of every
-clip through ``ltx.media``, which needs no system binary). Invariant: read-only; a clip that cannot
-be read is reported with its reason and row, never raised. It imports the extension sets from
-``_dataset_records`` and nothing else from the package.
+clip through ``ltx.media``, which needs no system binary). Invariant: read-only on the media; a clip
+that cannot be read is reported with its reason and row, never raised. A ``FactsCache`` (the engine's
+store, through the journal) returns the facts of clips read before at the same size and mtime, so
+only new or changed clips are decoded; unreadable clips are never cached (the user may fix them).
+It imports the extension sets from ``_dataset_records`` and nothing else from the package.
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ltx_pipeline.ltx.media import BadMedia, read_media_info
 from ltx_pipeline.ltx.metadata import metadata_columns, read_metadata_rows, resolve_media
 from ltx_pipeline.probing._dataset_records import IMAGE_EXTENSIONS, METADATA_EXTENSIONS, VIDEO_EXTENSIONS
 
-__all__ = ["ClipsReport", "media_files", "media_rows", "read_clips"]
+__all__ = ["ClipsReport", "FactsCache", "media_files", "media_rows", "read_clips"]
+
+
+class FactsCache(Protocol):
+    """Facts of media files read before, keyed by (path, size, mtime_ns)."""
+
+    def cached_media_facts(self, keys: list[tuple[str, int, int]]) -> dict[str, dict[str, Any]]: ...
+
+    def remember_media_facts(self, rows: list[tuple[str, int, int, dict[str, Any]]]) -> None: ...
 
 
 def media_files(path: Path) -> list[Path]:
@@ -57,6 +67,7 @@ class ClipsReport:
 
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     unreadable: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> {"row", "reason"}
+    from_cache: int = 0  # clips whose facts came from the cache (not decoded this time)
 
     @property
     def counts(self) -> dict[str, int | None]:
@@ -76,20 +87,42 @@ class ClipsReport:
                 "unreadable": self.unreadable, "spread": self.spread()}
 
 
-def read_clips(clips: list[tuple[int | None, Path]],
-               on_progress: Callable[[int, int], None] | None = None) -> ClipsReport:
-    """Read every clip's facts with PyAV; ``on_progress(done, total)`` after each clip."""
+def read_clips(clips: Sequence[tuple[int | None, Path]],
+               on_progress: Callable[[int, int], None] | None = None,
+               cache: FactsCache | None = None) -> ClipsReport:
+    """Read every clip's facts with PyAV (or the cache); ``on_progress(done, total)`` after each clip."""
     report = ClipsReport()
+    stats = {str(clip): _stat(clip) for _, clip in clips}
+    keys = [(path, *stat) for path, stat in stats.items() if stat is not None]
+    cached = cache.cached_media_facts(keys) if cache is not None and keys else {}
+    fresh: list[tuple[str, int, int, dict[str, Any]]] = []
     for done, (row, clip) in enumerate(clips, start=1):
-        try:
-            info = read_media_info(clip)
-        except BadMedia as exc:
-            report.unreadable[str(clip)] = {"row": row, "reason": exc.reason}
+        path, stat = str(clip), stats[str(clip)]
+        if path in cached:
+            report.facts[path] = cached[path]
+            report.from_cache += 1
         else:
-            report.facts[str(clip)] = {"kind": info.kind, "frames": info.frames, "frames_source": info.frames_source,
-                                       "fps": info.fps, "width": info.width, "height": info.height,
-                                       "duration_s": info.duration_s, "has_audio": info.has_audio,
-                                       "audio_sample_rate": info.audio_sample_rate}
+            try:
+                info = read_media_info(clip)
+            except BadMedia as exc:
+                report.unreadable[path] = {"row": row, "reason": exc.reason}
+            else:
+                report.facts[path] = {"kind": info.kind, "frames": info.frames, "frames_source": info.frames_source,
+                                      "fps": info.fps, "width": info.width, "height": info.height,
+                                      "duration_s": info.duration_s, "has_audio": info.has_audio,
+                                      "audio_sample_rate": info.audio_sample_rate}
+                if stat is not None:
+                    fresh.append((path, *stat, report.facts[path]))
         if on_progress is not None:
             on_progress(done, len(clips))
+    if cache is not None and fresh:
+        cache.remember_media_facts(fresh)
     return report
+
+
+def _stat(clip: Path) -> tuple[int, int] | None:
+    try:
+        status = clip.stat()
+    except OSError:
+        return None  # missing or unopenable: read_media_info names why
+    return status.st_size, status.st_mtime_ns

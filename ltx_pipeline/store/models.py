@@ -13,7 +13,8 @@ from typing import Any, Protocol
 from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-__all__ = ["Approval", "Checkpoint", "Event", "Metric", "PhaseRun", "Process", "Run", "saved_id", "utcnow"]
+__all__ = ["Approval", "Checkpoint", "Event", "MediaFacts", "Metric", "PhaseRun", "Process", "Run", "saved_id",
+           "utcnow"]
 
 
 def utcnow() -> datetime:
@@ -162,3 +163,20 @@ class Checkpoint(SQLModel, table=True):
     weights_path: str
     state_path: str | None = None
     discovered_at: datetime = Field(default_factory=utcnow)
+
+
+class MediaFacts(SQLModel, table=True):
+    """What reading one media file found (frames, fps, size, audio), kept while the file is unchanged.
+
+    Workspace-wide, not per run: a resume or a new run on the same clips does not decode them again.
+    A row counts only for the exact (size, mtime_ns) it was read at; a changed file is read again.
+    """
+
+    __tablename__ = "media_facts"
+
+    id: int | None = Field(default=None, primary_key=True)
+    path: str = Field(index=True, unique=True)
+    size: int
+    mtime_ns: int
+    facts: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    read_at: datetime = Field(default_factory=utcnow)

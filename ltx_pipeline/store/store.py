@@ -7,7 +7,7 @@ SIGKILL at any instant therefore loses nothing that was committed and leaves not
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +17,17 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from ltx_pipeline.store.migrate import upgrade
-from ltx_pipeline.store.models import Approval, Checkpoint, Event, Metric, PhaseRun, Process, Run, utcnow
+from ltx_pipeline.store.models import (
+    Approval,
+    Checkpoint,
+    Event,
+    MediaFacts,
+    Metric,
+    PhaseRun,
+    Process,
+    Run,
+    utcnow,
+)
 
 __all__ = ["Store"]
 
@@ -257,3 +267,33 @@ class Store:
             if stage is not None:
                 query = query.where(Checkpoint.stage == stage)
             return list(s.exec(query.order_by(col(Checkpoint.stage), col(Checkpoint.step))))
+
+    def media_facts(self, keys: Iterable[tuple[str, int, int]]) -> dict[str, dict[str, Any]]:
+        """The stored facts of each ``(path, size, mtime_ns)`` that was read at exactly that size and mtime."""
+        wanted = {path: (size, mtime) for path, size, mtime in keys}
+        found: dict[str, dict[str, Any]] = {}
+        paths = list(wanted)
+        with self._session() as s:
+            for start in range(0, len(paths), 500):  # SQLite caps the parameters of one statement
+                chunk = paths[start:start + 500]
+                for row in s.exec(select(MediaFacts).where(col(MediaFacts.path).in_(chunk))):
+                    if (row.size, row.mtime_ns) == wanted[row.path]:
+                        found[row.path] = dict(row.facts)
+        return found
+
+    def save_media_facts(self, rows: Iterable[tuple[str, int, int, dict[str, Any]]]) -> None:
+        """Store (or replace) the facts read from each ``(path, size, mtime_ns)``, in one transaction."""
+        by_path = {path: (size, mtime, facts) for path, size, mtime, facts in rows}
+        if not by_path:
+            return
+        with self._session() as s:
+            paths = list(by_path)
+            existing: dict[str, MediaFacts] = {}
+            for start in range(0, len(paths), 500):
+                chunk = paths[start:start + 500]
+                existing.update({row.path: row for row in s.exec(
+                    select(MediaFacts).where(col(MediaFacts.path).in_(chunk)))})
+            for path, (size, mtime, facts) in by_path.items():
+                row = existing.get(path) or MediaFacts(path=path, size=size, mtime_ns=mtime)
+                row.size, row.mtime_ns, row.facts, row.read_at = size, mtime, facts, utcnow()
+                s.add(row)

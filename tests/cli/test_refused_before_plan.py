@@ -64,3 +64,20 @@ def test_a_metadata_change_in_run_yaml_is_refused_before_the_run_changes(tmp_pat
     assert main(["run", "--dataset", str(bad), *base]) == 2
     assert "needs column `caption`" in capsys.readouterr().err
     assert (workspace / "r1" / "run.yaml").read_text() == request_before
+
+
+def test_every_problem_of_a_request_is_reported_together(tmp_path: Path, fake_smi,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A run name, two options and the metadata's columns, all wrong: one report, one line each."""
+    dataset = _metadata(tmp_path / "data", "dataset.json", [{"video": "videos/a.mp4"}])
+    workspace = tmp_path / "ws"
+    code = main(["run", "--workspace", str(workspace), "--dataset", str(dataset), "--nvidia-smi",
+                 fake_smi(H100_SMI), "--run", "CON", "--buckets", "", "--rank", "1", "--approve"])
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert code == 2 and "Traceback" not in captured.err
+    assert lines[0] == "error: 4 problems in the request:"
+    for line, expected in zip(lines[1:], ("reserved on Windows", "buckets is empty", "(--rank)",
+                                          "needs column `caption`"), strict=True):
+        assert line.startswith("- ") and expected in line and "Fix:" in line, line
+    assert not (workspace / "CON").exists()
