@@ -22,7 +22,7 @@ from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.engine.journal import ValidatedConfig
 from ltx_pipeline.errors import RunFailed
-from ltx_pipeline.ltx.autotune import SweepPlanner, deltas, format_knobs, search_space
+from ltx_pipeline.ltx.autotune import MEMORY_FAILURES, SweepPlanner, deltas, format_knobs, search_space
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.ltx.launch_checks import launch_checks
@@ -120,6 +120,7 @@ class _Sweep:
         self.settings = trial_settings(ctx.request.backend)
         self.trials: list[dict[str, Any]] = []
         self.failure: dict[str, Any] | None = None
+        self.superseded: list[dict[str, Any]] = []  # trials --apply-fix made obsolete, run again
 
     def run(self, sanity_root: str) -> dict[str, Any]:
         ctx = self.ctx
@@ -183,6 +184,9 @@ class _Sweep:
             studies.fail_orphan(study, frozen)
             ctx.warn(f"Optuna trial {frozen.number} ({_trial_words(frozen)}) was left running: "
                      "marked failed (interrupted) in the study; its config runs again as a new trial.")
+        if ctx.options.get("apply_fix"):
+            self._apply_trial_fixes(study)
+        self.superseded = [{"number": n, "reason": why} for n, why in sorted(studies.superseded(study).items())]
         for frozen, result in studies.finished_results(study):
             if result.knobs not in self.planner.remaining():
                 continue  # already recorded (or no longer in this space)
@@ -194,6 +198,36 @@ class _Sweep:
         if self.trials:
             ctx.narrate(f"Resuming the sweep: {len(self.trials)} finished trial(s) read back from the study, "
                         "not run again.")
+
+    def _apply_trial_fixes(self, study: Any) -> None:
+        """``resume --apply-fix``: patch the proposed config fix of each failed trial whose cause the
+        config can change (not memory: a knob's OOM is a measurement) into every stage config, and
+        supersede those trials so they run again with it."""
+        ctx = self.ctx
+        patches: dict[str, tuple[Any, str]] = {}
+        obsolete: dict[int, str] = {}
+        for frozen, result in studies.finished_results(study):
+            attrs = frozen.user_attrs
+            fix = next((f for f in attrs.get("fixes") or [] if f.get("path")), None)
+            if frozen.state.name != "FAIL" or result.outcome in MEMORY_FAILURES or fix is None:
+                continue
+            kind = attrs.get("failure_kind") or result.outcome
+            patches.setdefault(fix["path"], (fix["value"], f"fix: {kind}"))
+            obsolete[frozen.number] = f"{kind}; rerun after --apply-fix set {fix['path']}: {fix['value']}"
+        if not obsolete:
+            ctx.narrate("--apply-fix: no failed trial has a proposed config fix; resuming the sweep as it is.")
+            return
+        for entry in ctx.output("config_patch")["configs"]:
+            config = Path(entry["config"])
+            text, done = apply_patches(config.read_text(encoding="utf-8"),
+                                       [Patch(path, value, why) for path, (value, why) in patches.items()])
+            if done:
+                atomic_write(config, text, root=ctx.workspace)
+            for record in done:
+                ctx.warn(f"{config.name}: patched {record.path} {record.old} -> {record.new} ({record.reason})")
+        studies.supersede(study, obsolete)
+        ctx.narrate(f"--apply-fix: {len(obsolete)} failed trial(s) superseded in the study; they run again with "
+                    "the fix.")
 
     def _record(self, number: Any, result: Any, fits: bool, state: str, extra: dict[str, Any]) -> dict[str, Any]:
         record = {"number": number, "knobs": dict(result.knobs), "outcome": result.outcome, "state": state,
@@ -218,13 +252,15 @@ class _Sweep:
             "baseline": self.baseline, "trials": self.trials,
             "pruned": [{"knobs": p.knobs, "reason": p.reason} for p in self.planner.pruned],
             "winner": winner, "deltas": change, "objective": self.planner.objective(best) if best else None,
-            "patches": [],
+            "patches": [], "superseded": self.superseded,
         }
         if self.planner.baseline_failed or best is None:
             text, line = _failure_text(self.failure, self.planner)
             reports = write_reports(ctx.paths.root, ctx.workspace, outputs, failure=text)
-            raise RunFailed(f"Autotune: {line}", where=reports["markdown"],
-                            fix=_fix_line(self.failure) + "; then `ltx-pipeline resume`")
+            fixable = any(f.get("path") for f in (self.failure or {}).get("fixes") or [])
+            then = ("then `ltx-pipeline resume`, or let `ltx-pipeline resume --apply-fix` patch the first config "
+                    "fix and run the trial again") if fixable else "then `ltx-pipeline resume`"
+            raise RunFailed(f"Autotune: {line}", where=reports["markdown"], fix=_fix_line(self.failure) + "; " + then)
         outputs["patches"] = _patch_stages(ctx, change)
         outputs["reports"] = write_reports(ctx.paths.root, ctx.workspace, outputs)
         ctx.narrate(f"Winner: {format_knobs(winner)}; "

@@ -98,7 +98,16 @@ class Simulation:
             return self._oom("training step", self.surface.capacity_gb + 1)
         if point.crash:
             return self._fail("RuntimeError", point.crash)
+        if self.surface.small_shm and self.cfg.data.num_dataloader_workers > 0:
+            return self._bus_error()
         return self._loop(point, start, steps)
+
+    def _bus_error(self) -> int:
+        """What PyTorch prints when a DataLoader worker dies of a full /dev/shm (then SIGBUS's exit code)."""
+        print("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared "
+              "memory (shm).", file=sys.stderr, flush=True)
+        self._fail("RuntimeError", "DataLoader worker (pid(s) 4242) exited unexpectedly")
+        return 128 + 7  # SIGBUS
 
     def _loop(self, point: SurfacePoint, start: int, steps: int) -> int:
         accumulation = self.cfg.optimization.gradient_accumulation_steps

@@ -5,7 +5,9 @@ time and peak VRAM; any combination not listed runs out of memory at its first t
 VRAM is in the trainer's own unit (nvidia-smi MiB / 1024, printed as GB); capacity is
 ``memory_mib / 1024``. Two optional fields per point extend the format for failure tests:
 ``loss_nan: true`` (the loss is NaN from the first step) and ``crash: "message"`` (the trainer
-crashes at its first step with that RuntimeError).
+crashes at its first step with that RuntimeError). One optional top-level field describes the host:
+``small_shm: true`` (a /dev/shm too small for DataLoader workers: any config with
+``data.num_dataloader_workers > 0`` dies with PyTorch's bus error, as a container's 64 MB default does).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class CostSurface(BaseModel):
     load_time_s: float = Field(default=0, ge=0)
     validation_time_s: float = Field(default=0, ge=0)
     effective_batch: int = Field(default=1, ge=1)
+    small_shm: bool = False
     points: list[SurfacePoint] = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -170,36 +170,37 @@ def decode_video(path: Path, frames: int, height: int, width: int) -> Frames:
         with Image.open(path) as image:
             pictures = [image.convert("RGB")]
     else:
-        import av
-
-        pictures = []
-        try:
-            with av.open(str(path)) as container:
-                if not container.streams.video:
-                    raise BadMedia(path, "no video stream")
-                for frame in container.decode(container.streams.video[0]):
-                    pictures.append(frame.to_image())  # type: ignore[no-untyped-call]
-                    if len(pictures) == frames:
-                        break
-        except (av.FFmpegError, OSError) as exc:
-            raise BadMedia(path, f"does not decode ({_why(exc)})") from None
+        pictures = [frame.to_image() for frame in _video_frames(path, frames)]
     if len(pictures) < frames:
         raise BadMedia(path, f"has {len(pictures)} frame(s), {frames} needed")
     return np.stack([_cover_and_crop(picture, height, width) for picture in pictures[:frames]])
 
 
-def read_frames(path: Path) -> Frames:
-    """Every frame of a video at its own size, ``[F, H, W, 3]`` uint8 RGB; ``BadMedia`` if it does not decode."""
+def _video_frames(path: Path, limit: int | None) -> list[Any]:
+    """The first ``limit`` (None: all) decoded frames of the first video stream, as PyAV frames.
+
+    Raises:
+        BadMedia: no video stream, or decoding fails part-way (a truncated file).
+    """
     import av
 
-    pictures = []
+    decoded: list[Any] = []
     try:
         with av.open(str(path)) as container:
             if not container.streams.video:
                 raise BadMedia(path, "no video stream")
-            pictures = [frame.to_ndarray(format="rgb24") for frame in container.decode(container.streams.video[0])]
+            for frame in container.decode(container.streams.video[0]):
+                decoded.append(frame)
+                if limit is not None and len(decoded) == limit:
+                    break
     except (av.FFmpegError, OSError) as exc:
         raise BadMedia(path, f"does not decode ({_why(exc)})") from None
+    return decoded
+
+
+def read_frames(path: Path) -> Frames:
+    """Every frame of a video at its own size, ``[F, H, W, 3]`` uint8 RGB; ``BadMedia`` if it does not decode."""
+    pictures = [frame.to_ndarray(format="rgb24") for frame in _video_frames(path, None)]
     if not pictures:
         raise BadMedia(path, "has no frames")
     return np.stack(pictures).astype(np.uint8)

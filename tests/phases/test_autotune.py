@@ -321,3 +321,42 @@ def test_bench_autotune_reports_our_sweep_beside_the_optimum_and_the_skill(tmp_p
     assert figures["trial_seconds"] == pytest.approx(3 * 15 + 41 * 4.0 + 41 * 3.8)
     assert figures["exhaustive"]["chosen"]["optimizer_type"] == "adamw" and figures["objective_vs_optimum"] == 1.0
     assert figures["skill"]["trials_run"] >= 1 and figures["seconds_vs_skill"] > 0
+
+
+def test_a_baseline_killed_by_a_small_dev_shm_reruns_after_apply_fix(tmp_path, workspace, clips_dataset, capsys):
+    """#13: the DataLoader bus error is fixable; ``resume`` alone fails the same way with the fix, and
+    ``resume --apply-fix`` patches ``data.num_dataloader_workers: 0``, supersedes the failed trial in
+    the study and runs it again (it fits: the sweep goes on to a winner)."""
+    surface = write_surface(tmp_path, GPU_32, [point(LOW, 4.0, 26.0, 27.0),
+                                               point(knobs(LOW, optimizer_type="adamw"), 3.0, 28.0, 29.0)],
+                            small_shm=True)
+    # The shipped LTX configs load batches with 2 workers (the toy template uses 0): set it as a user would.
+    registry = phases.PHASES
+    phases.PHASES = registry[: [p.name for p in registry].index("validate") + 1]
+    try:
+        assert drive(workspace, clips_dataset, surface, capsys=capsys)[0] == 0
+    finally:
+        phases.PHASES = registry
+    from tests.phases.train_helpers import patch_config
+
+    patch_config(workspace / "r1" / "config.yaml", data__num_dataloader_workers=2)
+    code, err = drive(workspace, clips_dataset, surface, capsys=capsys)
+    assert code == 1 and "bus error" in err.lower() and "num_dataloader_workers: 0" in err, err
+    assert "resume --apply-fix" in err
+    resume = ["resume", "--workspace", str(workspace), "--run", "r1"]
+    assert main(resume) == 1  # nothing changed: the same failure, read back from the study, with the same fix
+    assert "num_dataloader_workers: 0" in capsys.readouterr().err
+    assert main([*resume, "--apply-fix"]) == 0, capsys.readouterr().err
+    config = yaml.safe_load((workspace / "r1" / "config.yaml").read_text())
+    assert config["data"]["num_dataloader_workers"] == 0
+    from ltx_pipeline.store import Store
+
+    store = Store.open(workspace / "ltx-pipeline.db")
+    events = "\n".join(e.message for e in store.events(store.get_run("r1").id))
+    assert "patched data.num_dataloader_workers 2 -> 0 (fix: shm_bus_error)" in events  # the patch says why
+    out = outputs(workspace)
+    assert [s["number"] for s in out["superseded"]] == [0] and "shm_bus_error" in out["superseded"][0]["reason"]
+    assert [t["outcome"] for t in out["trials"]][0] == "fit" and out["winner"]["optimizer_type"] == "adamw"
+    states = [t.state.name for t in study_trials(workspace) if t.state.name != "PRUNED"]
+    assert states[0] == "FAIL" and states.count("COMPLETE") >= 1  # the failed trial stays, superseded
+    assert "Superseded" in (workspace / "r1" / "autotune.md").read_text()

@@ -16,9 +16,17 @@ from ltx_pipeline.ltx.autotune._space import (
     needs_no_more_memory,
     search_space,
 )
-from ltx_pipeline.ltx.autotune._strategy import Pruned, SweepPlanner, TrialResult, deltas, format_knobs
+from ltx_pipeline.ltx.autotune._strategy import (
+    MEMORY_FAILURES,
+    Pruned,
+    SweepPlanner,
+    TrialResult,
+    deltas,
+    format_knobs,
+)
 
 __all__ = [
+    "MEMORY_FAILURES",
     "SPACE_KEYS",
     "Knobs",
     "Pruned",

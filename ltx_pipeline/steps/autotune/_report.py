@@ -157,6 +157,10 @@ def render_markdown(outputs: dict[str, Any], *, failure: str | None = None) -> s
                   f"{k['gradient_accumulation_steps']} | {'on' if k['enable_gradient_checkpointing'] else 'off'} | "
                   f"{_outcome(row) if ran else 'pruned'} | {' | '.join(figures)} | {_cell(row.get('reason'))} |\n")
     out.write(_sources_note(trials))
+    if outputs.get("superseded"):
+        out.write("\nSuperseded (failed before a fix, run again with it; their Optuna trials stay in the study as "
+                  "failed and are not replayed):\n\n")
+        out.write("".join(f"- Optuna trial {s['number']}: {s['reason']}\n" for s in outputs["superseded"]))
     if failure:
         out.write(f"\n## The baseline failed: the sweep stopped\n\n{failure}\n")
     elif outputs.get("winner") is not None:

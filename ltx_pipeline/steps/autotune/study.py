@@ -123,15 +123,29 @@ def record_pruned(study: Any, pruned: list[Pruned], dists: dict[str, Any]) -> No
                                                   user_attrs={"reason": item.reason, "outcome": "pruned"}))
 
 
+def superseded(study: Any) -> dict[int, str]:
+    """Finished trials a fix made obsolete (Optuna trial number -> why); they are never replayed."""
+    return {int(number): str(why) for number, why in (study.user_attrs.get("superseded") or {}).items()}
+
+
+def supersede(study: Any, numbers: dict[int, str]) -> None:
+    """Record finished trials as obsolete: a finished Optuna trial cannot be changed, so the study
+    keeps the list (a study attribute, committed with the storage like any trial)."""
+    merged = {str(k): v for k, v in superseded(study).items()} | {str(k): v for k, v in numbers.items()}
+    study.set_user_attr("superseded", merged)
+
+
 def finished_results(study: Any) -> list[tuple[Any, TrialResult]]:
-    """Every trial a previous attempt finished (complete or failed with a measurement), in order."""
+    """Every trial a previous attempt finished (complete or failed with a measurement) and no fix
+    superseded, in order."""
     from optuna.trial import TrialState
 
     out: list[tuple[Any, TrialResult]] = []
+    obsolete = superseded(study)
     for frozen in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
         attrs = frozen.user_attrs
-        if "outcome" not in attrs:
-            continue  # orphaned or superseded: nothing was measured
+        if "outcome" not in attrs or frozen.number in obsolete:
+            continue  # orphaned or superseded: nothing was measured, or the fix changed what it measured
         result = MeasuredTrialResult(dict(frozen.params), attrs["outcome"], attrs.get("step_time_s"),
                                      attrs.get("peak_vram_gb"), attrs.get("validation_peak_vram_gb"),
                                      float(attrs.get("seconds") or 0.0), attrs.get("reason") or "",
