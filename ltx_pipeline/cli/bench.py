@@ -20,8 +20,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ltx_pipeline.cli.console import out
-from ltx_pipeline.errors import EXIT_OK, BadInput
+from ltx_pipeline.cli.console import err, out
+from ltx_pipeline.errors import EXIT_FAILED, EXIT_OK, BadInput, RunFailed
 
 __all__ = ["bench_app", "bench_autotune"]
 
@@ -76,36 +76,57 @@ def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any) -> dict[
     backend = make_backend("simulated", surface=str(surface_path))
     runner = Runner(store, ws, _phases_through_autotune(), backend=backend,
                     on_event=on_event or (lambda *_: None), options={})
-    report = runner.drive(run, request)
-    if report.outcome is Outcome.AWAITING_APPROVAL:
-        approve_plan(store, run, approved_by="bench")
-        runner.drive(run, request)
-    outputs = store.latest_phase_runs(run.id)["autotune"].outputs
-    recipe = store.latest_phase_runs(run.id)["plan"].outputs["recipe"]
+    failure: str | None = None
+    try:
+        report = runner.drive(run, request)
+        if report.outcome is Outcome.AWAITING_APPROVAL:
+            approve_plan(store, run, approved_by="bench")
+            runner.drive(run, request)
+    except RunFailed as exc:  # nothing fitted: still a figure (winner null), compared with the baselines
+        failure = exc.what
+    phase_runs = store.latest_phase_runs(run.id)
+    recipe = phase_runs["plan"].outputs["recipe"]
+    outputs = phase_runs["autotune"].outputs if failure is None else \
+        _failed_outputs(root / "workspace" / "bench", recipe, request.headroom)
     seconds = 0.0
-    for trial in outputs["trials"]:
-        cost = Path(trial["log"]).parent / "outputs" / "simulated_cost.json"
+    for log in [t["log"] for t in outputs["trials"]]:
+        cost = Path(log).parent / "outputs" / "simulated_cost.json"
         if cost.is_file():
             seconds += float(json.loads(cost.read_text(encoding="utf-8"))["gpu_seconds"])
     effective, headroom = outputs["effective_batch"], outputs["headroom"]
-    space = search_space(store.latest_phase_runs(run.id)["probe"].outputs["tier"]["base"], effective,
+    space = search_space(phase_runs["probe"].outputs["tier"]["base"], effective,
                          any(len(s["buckets"]) > 1 for s in recipe["stages"]), outputs["baseline"])
     best, optimum = exhaustive_optimum(surface, space, headroom, effective)
     skill = skill_greedy(surface, outputs["baseline"], effective, headroom,
                          multi_bucket=any(len(s["buckets"]) > 1 for s in recipe["stages"]))
     objective = outputs["objective"]
     return {
+        "failure": failure,
         "surface": str(surface_path), "gpu": surface.gpu.name, "capacity_gb": round(surface.capacity_gb, 2),
         "chosen": outputs["winner"], "objective": objective, "trials_run": len(outputs["trials"]),
         "trials_oom": sum(1 for t in outputs["trials"] if t["outcome"].startswith("oom")),
         "trial_seconds": round(seconds, 1), "pruned": len(outputs["pruned"]), "study": outputs["study"],
-        "exhaustive": {"chosen": best, "objective": optimum},
+        "exhaustive": {"chosen": best, "objective": _finite(optimum)},
         "skill": {"chosen": skill["chosen"], "trials_run": skill["trials_run"], "trials_oom": skill["trials_oom"],
-                  "trial_seconds": round(skill["trial_seconds"], 1), "objective": skill["objective"]},
+                  "trial_seconds": round(skill["trial_seconds"], 1), "objective": _finite(skill["objective"])},
         "seconds_vs_skill": _ratio(seconds, skill["trial_seconds"]),
         "objective_vs_optimum": _ratio(objective, optimum),
         "skill_objective_vs_optimum": _ratio(skill["objective"], optimum),
     }
+
+
+def _failed_outputs(run_root: Path, recipe: dict[str, Any], headroom: float) -> dict[str, Any]:
+    """What a sweep that found no fitting config leaves: its trials (from their logs) and the plan's knobs."""
+    trials = []
+    for log in sorted((run_root / "overfit").glob("trial-*/train.log")):
+        text = log.read_text(encoding="utf-8", errors="replace")
+        trials.append({"log": str(log), "outcome": "oom" if "OutOfMemoryError" in text else "failed"})
+    knobs = dict(recipe["knobs"])
+    effective = int(knobs["batch_size"]) * int(knobs.get("gradient_accumulation_steps") or 1)
+    baseline = {k: knobs[k] for k in ("quantization", "optimizer_type", "batch_size",
+                                      "enable_gradient_checkpointing", "gradient_accumulation_steps") if k in knobs}
+    return {"trials": trials, "pruned": [], "winner": None, "objective": None, "study": None,
+            "effective_batch": effective, "headroom": headroom, "baseline": baseline}
 
 
 def _phases_through_autotune() -> tuple[Any, ...]:
@@ -141,6 +162,11 @@ def _buckets(surface_path: Path) -> dict[str, str]:
     return {"buckets": str(plan["buckets"])} if plan.get("buckets") else {}
 
 
+def _finite(value: float | None) -> float | None:
+    """None for "nothing fits" (an infinite objective): JSON has no Infinity."""
+    return value if value is not None and math.isfinite(value) else None
+
+
 def _ratio(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or not math.isfinite(a) or not math.isfinite(b) or b == 0:
         return None
@@ -164,9 +190,12 @@ def autotune_cmd(
     if not surface.expanduser().is_file():
         raise BadInput(f"{surface} does not exist", where="--surface", fix="pass a cost surface YAML file")
     figures = bench_autotune(surface)
+    code = EXIT_OK if figures["failure"] is None else EXIT_FAILED
+    if figures["failure"] is not None:
+        err.print(f"autotune found no config that fits: {figures['failure']}", markup=False)
     if as_json:
         out.print_json(json.dumps(figures, default=str))
-        return EXIT_OK
+        return code
     table = Table(title=f"autotune on {Path(figures['surface']).name} ({figures['gpu']})")
     for column in ("", "chosen", "s / optimizer step", "trials", "OOM", "GPU seconds"):
         table.add_column(column)
@@ -181,7 +210,7 @@ def autotune_cmd(
     out.print(f"GPU seconds vs the skill: {_fmt(figures['seconds_vs_skill'])}; objective vs the optimum: "
               f"{_fmt(figures['objective_vs_optimum'])} (skill: {_fmt(figures['skill_objective_vs_optimum'])})",
               markup=False)
-    return EXIT_OK
+    return code
 
 
 def _fmt(value: float | None) -> str:

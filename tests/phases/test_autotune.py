@@ -323,6 +323,20 @@ def test_bench_autotune_reports_our_sweep_beside_the_optimum_and_the_skill(tmp_p
     assert figures["skill"]["trials_run"] >= 1 and figures["seconds_vs_skill"] > 0
 
 
+def test_bench_autotune_where_nothing_fits_exits_1_with_winner_null_and_the_reason(tmp_path, capsys):
+    """#13: a surface where even the baseline runs out of memory is a figure too, not a traceback."""
+    from ltx_pipeline.cli import main
+
+    surface = write_surface(tmp_path, GPU_32, [point(LOW, 4.0, 26.0, 40.0)])  # validation over capacity
+    assert main(["bench", "autotune", "--surface", str(surface), "--json"]) == 1
+    captured = capsys.readouterr()
+    figures = json.loads(captured.out)  # valid JSON: no Infinity
+    assert figures["chosen"] is None and figures["objective"] is None and figures["trials_oom"] == 1
+    assert figures["exhaustive"]["objective"] is None and figures["skill"]["objective"] is None
+    assert "no config that fits" in captured.err and "out of memory" in captured.err
+    assert "resume" not in captured.err  # the bench's workspace is thrown away: nothing to resume
+
+
 def test_a_baseline_killed_by_a_small_dev_shm_reruns_after_apply_fix(tmp_path, workspace, clips_dataset, capsys):
     """#13: the DataLoader bus error is fixable; ``resume`` alone fails the same way with the fix, and
     ``resume --apply-fix`` patches ``data.num_dataloader_workers: 0``, supersedes the failed trial in
