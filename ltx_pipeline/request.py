@@ -21,8 +21,8 @@ from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, pa
 from ltx_pipeline.ltx.modes import MODES, get_mode
 from ltx_pipeline.workspace import atomic_write, validate_run_name
 
-__all__ = ["BACKENDS", "RunRequest", "build_request", "check_new_request", "default_run_name", "load_request",
-           "read_request_file", "refuse_unusable_dataset", "save_request"]
+__all__ = ["BACKENDS", "RunRequest", "build_request", "check_request", "default_run_name", "load_request",
+           "read_request_file", "save_request"]
 
 BACKENDS = ("ltx", "reference", "simulated")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
@@ -163,8 +163,10 @@ def _request_problem(err: Any, where: str) -> BadRequest:
     return BadRequest(message, where=option if field != "request" else where, fix=_fix_hint(field))
 
 
-def check_new_request(run_name: str | None, values: dict[str, Any], where: str = "options") -> RunRequest:
-    """Every problem of a new run's request found at once, before anything of the run is written.
+def check_request(run_name: str | None, values: dict[str, Any], where: str = "options") -> RunRequest:
+    """Every problem of a run's request found at once, before anything of the run is written or changed.
+
+    Used for a new run's options, for options given to an existing run, and for ``run.yaml``.
 
     The run name, each option (or ``run.yaml`` field), and the shape of the metadata file for the
     mode asked for are all checked; one problem raises its own error, several raise ``BadInputs``.
@@ -196,19 +198,13 @@ def check_new_request(run_name: str | None, values: dict[str, Any], where: str =
     return request
 
 
-def refuse_unusable_dataset(request: RunRequest) -> None:
-    """Refuse, before a run is created or changed, a metadata file the mode's preprocessing cannot use.
-
-    Shape problems (not a list of rows, a required column missing) are bad input, reported together;
-    the contents of the rows (media files, captions) are the data check's job.
+def _refuse_unusable_metadata(dataset: str, mode: str) -> None:
+    """Refuse a metadata file the mode's preprocessing cannot use: not a list of rows, or required
+    columns missing (all named together). The rows' contents are the data check's job.
 
     Raises:
         BadDataset: with every missing column of the file, or why it cannot be read as rows.
     """
-    _refuse_unusable_metadata(request.dataset, request.mode)
-
-
-def _refuse_unusable_metadata(dataset: str, mode: str) -> None:
     from ltx_pipeline.ltx.data_check import check_metadata
 
     path = Path(dataset).expanduser()
@@ -250,10 +246,14 @@ def save_request(path: Path, request: RunRequest, root: Path) -> None:
 def load_request(path: Path) -> RunRequest:
     """Read and validate ``run.yaml``.
 
+    Every problem is reported together: each invalid field, and the metadata file's shape for the
+    mode (a user may edit ``dataset`` or ``mode`` there before ``resume``).
+
     Raises:
         BadRequest: missing, unparsable or invalid file, naming the field.
+        BadInputs: several problems, one line each.
     """
-    return build_request(read_request_file(path), where=str(path))
+    return check_request(None, read_request_file(path), where=str(path))
 
 
 def read_request_file(path: Path) -> dict[str, Any]:

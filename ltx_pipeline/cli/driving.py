@@ -19,12 +19,10 @@ from ltx_pipeline.engine import Outcome, Runner, approve_plan
 from ltx_pipeline.errors import EXIT_APPROVAL_GATE, EXIT_OK, BadRequest
 from ltx_pipeline.request import (
     RunRequest,
-    build_request,
-    check_new_request,
+    check_request,
     default_run_name,
     load_request,
     read_request_file,
-    refuse_unusable_dataset,
     save_request,
 )
 from ltx_pipeline.store import Run, Store
@@ -94,7 +92,7 @@ def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict
                 validate_run_name(run_name)  # "" and reserved names are refused, not replaced by a default
             raise BadRequest("A new run needs a dataset", where="--dataset",
                              fix="pass --dataset PATH (or --run NAME of an existing run)")
-        request = check_new_request(run_name, options)  # every problem at once, before anything is written
+        request = check_request(run_name, options)  # every problem at once, before anything is written
         name = run_name or default_run_name(request)
         paths = ws.run(name)
         if store.get_run(name) is None:
@@ -104,8 +102,7 @@ def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict
     paths = ws.run(existing.name)
     request = load_request(paths.request_file)
     if options:
-        request = build_request({**request.model_dump(exclude_none=True), **options})
-        refuse_unusable_dataset(request)
+        request = check_request(None, {**request.model_dump(exclude_none=True), **options})
         save_request(paths.request_file, request, ws.root)
     return existing, request
 

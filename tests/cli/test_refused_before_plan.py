@@ -81,3 +81,25 @@ def test_every_problem_of_a_request_is_reported_together(tmp_path: Path, fake_sm
                                           "needs column `caption`"), strict=True):
         assert line.startswith("- ") and expected in line and "Fix:" in line, line
     assert not (workspace / "CON").exists()
+
+
+def test_every_problem_of_an_edited_run_yaml_is_reported_together(tmp_path: Path, fake_smi,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A user edits run.yaml (a rank below 2, a headroom over 0.5, a metadata file without
+    captions) and resumes: one report with a line for each, and run.yaml is left as the user wrote it."""
+    good = _metadata(tmp_path / "data", "dataset.json", GOOD)
+    bad = _metadata(tmp_path / "data", "nocaption.json", [{"video": "videos/a.mp4"}])
+    workspace = tmp_path / "ws"
+    assert main(["run", "--workspace", str(workspace), "--run", "r1", "--dataset", str(good), "--nvidia-smi",
+                 fake_smi(H100_SMI)]) == 3
+    request_file = workspace / "r1" / "run.yaml"
+    edited = request_file.read_text().replace(f"dataset: {good}", f"dataset: {bad}") + "rank: 1\nheadroom: 0.9\n"
+    assert f"dataset: {bad}" in edited
+    request_file.write_text(edited)
+    capsys.readouterr()
+    assert main(["resume", "--workspace", str(workspace), "--run", "r1"]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert lines[0] == "error: 3 problems in the request:", lines
+    assert any("rank" in line for line in lines[1:]) and any("headroom" in line for line in lines[1:])
+    assert any("needs column `caption`" in line for line in lines[1:])
+    assert request_file.read_text() == edited
