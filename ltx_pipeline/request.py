@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from ltx_pipeline.errors import BadDataset, BadInputs, BadRequest, LtxPipelineError
 from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, parse_buckets
@@ -89,6 +90,12 @@ class RunRequest(BaseModel):
         # An empty --buckets would silently mean "the default": say so instead.
         if value is not None and not value.strip():
             raise ValueError("buckets is empty; leave the option out for the default, or give buckets")
+        if value is not None:
+            try:  # here, not in the model validator: a bucket error is collected with the other fields'
+                parse_buckets(value)
+            except BadRequest as exc:
+                raise PydanticCustomError("bad_buckets", exc.what.replace("{", "(").replace("}", ")"),
+                                          {"fix": exc.fix or ""}) from None
         return value
 
     @field_validator("trigger")
@@ -160,7 +167,8 @@ def _request_problem(err: Any, where: str) -> BadRequest:
     if err["type"] == "extra_forbidden":
         return BadRequest(f"Unknown request field {field!r}", where=where,
                           fix="remove it; valid fields are " + ", ".join(RunRequest.model_fields))
-    return BadRequest(message, where=option if field != "request" else where, fix=_fix_hint(field))
+    fix = (err.get("ctx") or {}).get("fix") or _fix_hint(field)  # a validator's own fix, else the field's
+    return BadRequest(message, where=option if field != "request" else where, fix=fix)
 
 
 def check_request(run_name: str | None, values: dict[str, Any], where: str = "options") -> RunRequest:
@@ -224,6 +232,11 @@ def _fix_hint(field: str) -> str:
         "model_path": "download the file and give its local path",
         "text_encoder_path": "download the text encoder and give its local folder",
         "backend": "choose one of " + ", ".join(BACKENDS),
+        "rank": "give a LoRA rank from 2 to 1024",
+        "headroom": "give a fraction of the GPU's memory to keep free, from 0 up to (not including) 0.5; "
+                    "default 0.05",
+        "steps": "give 1 or more optimizer steps",
+        "learning_rate": "give a learning rate above 0 and at most 1",
     }
     return hints.get(field, "correct the value and try again")
 

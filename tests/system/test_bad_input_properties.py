@@ -322,3 +322,46 @@ def test_any_nvidia_smi_output_is_refused_in_one_line_or_planned(capsys, fake_sm
         code, err = drive(capsys, root, ["--run", "r", "--dataset", str(clips(root / "data")),
                                          "--nvidia-smi", smi])
         assert_documented(code, err, valid=False if exit_code != 0 else None)
+
+
+# --- whole requests: several fields wrong at once -------------------------------------------------------
+
+# (value, valid) choices per field; a request is valid exactly when every field is.
+RUN_NAMES = st.sampled_from([("r1", True), ("clip.v2", True), ("", False), ("CON", False), ("a/b", False)])
+BUCKETS = st.sampled_from([(None, True), ("64x64x17", True), ("", False), ("64x64x16", False), ("abc", False)])
+RANKS = st.sampled_from([(None, True), (8, True), (1, False), (2000, False)])
+HEADROOMS = st.sampled_from([(None, True), (0.1, True), (0.7, False), (-0.1, False)])
+ROWS = st.sampled_from([([{"caption": "a fox", "video": "videos/c0.mp4"}], True),
+                        ([{"video": "videos/c0.mp4"}], False), ({"caption": "a fox"}, False)])
+
+
+@PROPERTY
+@given(name=RUN_NAMES, buckets=BUCKETS, rank=RANKS, headroom=HEADROOMS, rows=ROWS)
+def test_a_whole_request_is_planned_only_when_every_field_is_valid(capsys, fake_smi, name, buckets, rank,
+                                                                   headroom, rows) -> None:
+    """Exit 3 (the approval gate) only for a valid request; otherwise exit 2 naming every problem,
+    one line each, and no run written."""
+    fields = {"--run": name, "--buckets": buckets, "--rank": rank, "--headroom": headroom}
+    problems = sum(1 for _, ok in (*fields.values(), rows) if not ok)
+    with scratch() as root:
+        (root / "videos").mkdir()
+        (root / "videos" / "c0.mp4").write_bytes(mp4_bytes())
+        (root / "dataset.json").write_text(json.dumps(rows[0]))
+        args = ["--dataset", str(root / "dataset.json"), "--nvidia-smi", fake_smi(SMI_LINE)]
+        for option, (value, _) in fields.items():
+            if value is not None:
+                args += [option, str(value)]
+        code, err = drive(capsys, root, args)
+        assert "Traceback" not in err and "Unexpected error" not in err, err
+        if problems == 0:
+            assert code == 3, err
+            return
+        lines = err.strip().splitlines()
+        assert code == 2, (code, err)
+        if problems == 1:
+            assert len(lines) == 1 and lines[0].startswith("error: ") and "Fix:" in lines[0], err
+        else:
+            assert lines[0] == f"error: {problems} problems in the request:", err
+            assert len(lines) == problems + 1 and all(line.startswith("- ") for line in lines[1:]), err
+        workspace = root / "ws"
+        assert not workspace.exists() or not [p for p in workspace.iterdir() if p.is_dir()], "a run was written"
