@@ -65,6 +65,7 @@ class ProbePhase:
             _minimum_gate(ctx, gpus_text, nominal, request.accept_risk)
 
         dataset = classify_dataset(Path(request.dataset))
+        _refuse_uncaptioned(dataset)
         host = probe_host(ctx.workspace)
         findings = [gpu_probe.to_finding().to_dict(), *(f.to_dict() for f in host.to_findings())]
         findings.append(dataset.to_finding().to_dict())
@@ -122,6 +123,23 @@ def _minimum_gate(ctx: RunContext, gpus_text: str, nominal: int, accept_risk: bo
                           fix="(a) abort (default), or (b) re-run with --accept-risk to try the low-VRAM "
                               "config at your own risk")
     ctx.warn(message + ". Continuing on the low-VRAM config because --accept-risk was given.")
+
+
+def _refuse_uncaptioned(dataset: Any) -> None:
+    """A folder of clips with no metadata file is bad input until the prepare phase can caption it:
+    every mode trains on captions, and nothing here can write them (refused before the plan, not by
+    the data check after the approval)."""
+    if dataset.kind != "videos_folder":
+        return
+    media = dataset.media
+    count = media.videos + media.images + media.audio
+    found = (f"; {', '.join(media.metadata_files)} found here may be one: pass it as --dataset"
+             if media.metadata_files else "")
+    raise BadDataset(f"{dataset.path} is a folder of {count} media file(s) without a metadata file: the trainer "
+                     "needs a caption for every clip", where="--dataset",
+                     fix='write a dataset.json beside the clips (a list of {"caption": "...", "video": "<file>"}; '
+                         "ltx-trainer's scripts/caption_videos.py can write the captions) and pass that file"
+                         + found)
 
 
 def _read_clips(ctx: RunContext, media: list[tuple[int | None, Path]], dataset: str) -> dict[str, Any]:

@@ -103,3 +103,20 @@ def test_every_problem_of_an_edited_run_yaml_is_reported_together(tmp_path: Path
     assert any("rank" in line for line in lines[1:]) and any("headroom" in line for line in lines[1:])
     assert any("needs column `caption`" in line for line in lines[1:])
     assert request_file.read_text() == edited
+
+
+def test_a_folder_of_clips_without_metadata_is_refused_before_the_plan(tmp_path: Path, fake_smi,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Until a prepare phase can caption clips, nothing could produce the captions every mode needs:
+    refused in one line (exit 2) before the plan, not by the data check after approval."""
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    for name in ("a.mp4", "b.mp4"):
+        (folder / name).write_bytes(mp4_bytes())
+    workspace = tmp_path / "ws"
+    code = main(["run", "--workspace", str(workspace), "--run", "r1", "--dataset", str(folder), "--nvidia-smi",
+                 fake_smi(H100_SMI), "--approve"])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(lines) == 1
+    assert "folder of 2 media file(s) without a metadata file" in lines[0] and "dataset.json" in lines[0]
+    assert not (workspace / "r1" / "plan.md").exists()
