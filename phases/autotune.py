@@ -145,7 +145,7 @@ class _Sweep:
             self.planner.record(result)
             fits = self.planner.fits(result)
             extra = {"trial_number": number, "host_ram_gb": done.host_ram_gb, "log": done.log,
-                     "failure_kind": done.failure_kind, "fixes": done.fixes}
+                     "failure_kind": done.failure_kind, "fixes": done.fixes, "environment": self._environment()}
             state = studies.tell_result(study, trial, result, fits=fits, objective=self.planner.objective(result),
                                         extra=extra)
             record = self._record(number, result, fits, state, extra)
@@ -186,6 +186,7 @@ class _Sweep:
                      "marked failed (interrupted) in the study; its config runs again as a new trial.")
         if ctx.options.get("apply_fix"):
             self._apply_trial_fixes(study)
+        self._retry_where_changed(study)
         self.superseded = [{"number": n, "reason": why} for n, why in sorted(studies.superseded(study).items())]
         for frozen, result in studies.finished_results(study):
             if result.knobs not in self.planner.remaining():
@@ -198,6 +199,35 @@ class _Sweep:
         if self.trials:
             ctx.narrate(f"Resuming the sweep: {len(self.trials)} finished trial(s) read back from the study, "
                         "not run again.")
+
+    def _environment(self) -> dict[str, Any]:
+        """What a trial's failure may depend on besides its knobs: the stage config it was derived
+        from, the host's /dev/shm and the GPUs' memory."""
+        host = self.ctx.output("probe")["host"]
+        return {"stage_config": file_digest(_largest_stage_config(self.ctx)),
+                "shm_bytes": host.get("shm_total_bytes"), "gpu_memory_gb": round(self.capacity, 2)}
+
+    def _retry_where_changed(self, study: Any) -> None:
+        """Supersede each failed trial (not a memory measurement) whose environment changed since it
+        ran, so it runs again; say so when nothing changed and the failure is read back as it was."""
+        ctx, now = self.ctx, self._environment()
+        obsolete: dict[int, str] = {}
+        for frozen, result in studies.finished_results(study):
+            if frozen.state.name != "FAIL" or result.outcome in MEMORY_FAILURES:
+                continue
+            then = frozen.user_attrs.get("environment") or {}
+            changed = [name.replace("_", " ") for name in now if name in then and then[name] != now[name]]
+            if changed:
+                obsolete[frozen.number] = f"{frozen.user_attrs.get('failure_kind') or result.outcome}; rerun " \
+                                          f"because {', '.join(changed)} changed since it ran"
+            else:
+                ctx.narrate(f"Trial {frozen.user_attrs.get('trial_number')} ({format_knobs(result.knobs)}) failed "
+                            "before and nothing it depends on changed (stage config, /dev/shm, GPU memory): its "
+                            "failure is read back, not run again.")
+        if obsolete:
+            studies.supersede(study, obsolete)
+            for number, why in sorted(obsolete.items()):
+                ctx.narrate(f"Optuna trial {number} superseded: {why}.")
 
     def _apply_trial_fixes(self, study: Any) -> None:
         """``resume --apply-fix``: patch the proposed config fix of each failed trial whose cause the

@@ -359,7 +359,8 @@ def test_a_baseline_killed_by_a_small_dev_shm_reruns_after_apply_fix(tmp_path, w
     assert "resume --apply-fix" in err
     resume = ["resume", "--workspace", str(workspace), "--run", "r1"]
     assert main(resume) == 1  # nothing changed: the same failure, read back from the study, with the same fix
-    assert "num_dataloader_workers: 0" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "num_dataloader_workers: 0" in captured.err and "nothing it depends on changed" in captured.out
     assert main([*resume, "--apply-fix"]) == 0, capsys.readouterr().err
     config = yaml.safe_load((workspace / "r1" / "config.yaml").read_text())
     assert config["data"]["num_dataloader_workers"] == 0
@@ -374,3 +375,29 @@ def test_a_baseline_killed_by_a_small_dev_shm_reruns_after_apply_fix(tmp_path, w
     states = [t.state.name for t in study_trials(workspace) if t.state.name != "PRUNED"]
     assert states[0] == "FAIL" and states.count("COMPLETE") >= 1  # the failed trial stays, superseded
     assert "Superseded" in (workspace / "r1" / "autotune.md").read_text()
+    import optuna
+
+    study = optuna.load_study(study_name="r1-autotune", storage=f"sqlite:///{workspace / 'optuna.db'}")
+    assert "shm_bus_error" in study.user_attrs["superseded"]["0"]
+
+
+def test_a_failed_trial_runs_again_on_plain_resume_once_the_user_changed_its_config(tmp_path, workspace,
+                                                                                  clips_dataset, capsys):
+    """#13: the user sets the fix by hand instead of --apply-fix; ``resume`` sees the stage config
+    changed since the trial failed, supersedes it and runs it again."""
+    from tests.phases.train_helpers import patch_config
+
+    surface = write_surface(tmp_path, GPU_32, [point(LOW, 4.0, 26.0, 27.0)], small_shm=True)
+    registry = phases.PHASES
+    phases.PHASES = registry[: [p.name for p in registry].index("validate") + 1]
+    try:
+        assert drive(workspace, clips_dataset, surface, capsys=capsys)[0] == 0
+    finally:
+        phases.PHASES = registry
+    config = workspace / "r1" / "config.yaml"
+    patch_config(config, data__num_dataloader_workers=2)
+    assert drive(workspace, clips_dataset, surface, capsys=capsys)[0] == 1
+    patch_config(config, data__num_dataloader_workers=0)
+    assert main(["resume", "--workspace", str(workspace), "--run", "r1"]) == 0, capsys.readouterr().err
+    out = outputs(workspace)
+    assert "stage config changed" in out["superseded"][0]["reason"] and out["trials"][0]["outcome"] == "fit"
