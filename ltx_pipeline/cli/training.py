@@ -116,6 +116,8 @@ def render_live(console: Console, live: dict[str, Any] | None) -> None:
     if not live:
         return
     state = "STALLED (no log output)" if live["stalled"] else live["state"].upper()
+    if live.get("process_ended"):
+        state += f" (its trainer was {live['process_ended']} after the final checkpoint)"
     step = (f"step {live['step']}/{live['total']} ({live['percent']}%)" if live["total"]
             else f"step {live['step'] if live['step'] is not None else '-'}")
     losses = ", ".join(f"{loss:.4f}" for loss in live["last_losses"]) or "-"

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.engine.processes import exit_record, is_alive
-from ltx_pipeline.store import Process, Run, Store, saved_id
+from ltx_pipeline.store import PhaseRun, Process, Run, Store, saved_id
 
 __all__ = ["gpu_now", "live_training"]
 
@@ -52,6 +52,11 @@ def live_training(store: Store, run: Run, *, log_summary: LogSummary | None = No
     stage = process.stage
     output_dir = next((Path(c["output_dir"]) for c in configs if c.get("stage") == stage), None)
     state, exit_code = _liveness(process)
+    ended = None
+    if state != "running" and _stage_finished(latest.get("train"), stage):
+        # The train phase judged the stage finished from its final checkpoint pair: a stop or kill that
+        # landed after the last save does not make it unfinished. Say how the process ended beside it.
+        ended, state = (state if state != "finished" else None), "finished"
     log = Path(process.log_path)
     summary = log_summary(log) if log_summary else {}
     metrics = [m for m in store.metrics(run_id, stage)]
@@ -76,6 +81,8 @@ def live_training(store: Store, run: Run, *, log_summary: LogSummary | None = No
         "latest_sample": _latest_sample(output_dir), "wandb_url": summary.get("wandb_url"),
         "stalled": state == "running" and silent is not None and silent >= stall_s,
     }
+    if ended:
+        report["process_ended"] = ended
     if state in ("crashed", "failed", "stopped"):
         report["last_log_line"] = summary.get("last_line") or _last_line(log)
     if query_gpus and state == "running":
@@ -85,9 +92,17 @@ def live_training(store: Store, run: Run, *, log_summary: LogSummary | None = No
     return report
 
 
+def _stage_finished(train: PhaseRun | None, stage: int | None) -> bool:
+    """Whether the train phase's latest run succeeded with a final checkpoint for this stage."""
+    if train is None or train.status != "succeeded":
+        return False
+    return any(s.get("stage") == stage and s.get("final_checkpoint") for s in train.outputs.get("stages") or [])
+
+
 def _liveness(process: Process) -> tuple[str, int | None]:
     """running / finished / failed / stopped / crashed, decided from the OS and the supervisor's exit record."""
-    if process.status == "stopped" or process.stopped_by_user:
+    if process.status == "stopped" or (process.stopped_by_user and process.exit_code != 0):
+        # A stop asked for while the trainer was ending by itself (exit 0) is no stop.
         return "stopped", process.exit_code
     if is_alive(process.pid, process.create_time, process.host, marker=f"{process.log_path}.exit"):
         return "running", None

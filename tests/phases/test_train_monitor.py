@@ -175,7 +175,7 @@ def test_a_process_that_exits_0_while_being_stopped_is_recorded_exited_not_stopp
 
     from ltx_pipeline.backends.base import LaunchSpec
     from ltx_pipeline.engine.journal import RunJournal
-    from ltx_pipeline.store import Store
+    from ltx_pipeline.store import Process, Store
 
     workspace.mkdir(parents=True, exist_ok=True)
     store = Store.open(workspace / "ltx-pipeline.db")
@@ -190,4 +190,31 @@ def test_a_process_that_exits_0_while_being_stopped_is_recorded_exited_not_stopp
         time.sleep(0.05)
     journal.stop(handle, interrupt_timeout=10, terminate_timeout=5)
     [process] = store.processes(run.id, "preprocess")
-    assert (process.status, process.exit_code) == ("exited", 0)
+    assert (process.status, process.exit_code, process.stopped_by_user) == ("exited", 0, True)
+    # Shown as a trainer, such a row is finished: a stop that did not stop it is no stop.
+    fields = process.model_dump(exclude={"id", "kind", "phase"})
+    store.add_process(Process(**fields, kind="train", phase="train"))
+    assert live_training(store, run, query_gpus=False)["state"] == "finished"
+
+
+def test_a_trainer_stopped_after_its_final_checkpoint_shows_finished_not_stopped(workspace, tmp_path) -> None:
+    """Kill sequence `stop+stop` on a loaded machine: the SIGINT landed after the step-60 save (exit 130);
+    the train phase judged the stage finished from the checkpoint pair, and `status` must agree with it."""
+    from ltx_pipeline.store import Process, Store
+
+    workspace.mkdir(parents=True, exist_ok=True)
+    store = Store.open(workspace / "ltx-pipeline.db")
+    run = store.create_run("r1", {})
+    log = tmp_path / "train.log"
+    log.write_text("Step 60/60\n")
+    (tmp_path / "train.log.exit").write_text(json.dumps({"exit_code": 130, "signal": None}))
+    store.add_process(Process(run_id=run.id, phase="train", kind="train", stage=1, pid=2**22 + 7, create_time=1.0,
+                              host="elsewhere", argv=[], cwd=str(tmp_path), env={}, printable="", log_path=str(log),
+                              status="stopped", exit_code=130, stopped_by_user=True))
+    assert live_training(store, run, query_gpus=False)["state"] == "stopped"  # the stage is not judged yet
+    row = store.begin_phase(run.id, "train", reason="first run", fingerprint="f", parts={}, run_state="running")
+    final = str(tmp_path / "lora_weights_step_00060.safetensors")
+    store.finish_phase(row.id, status="succeeded", run_state="running",
+                       outputs={"stages": [{"stage": 1, "final_checkpoint": final, "final_step": 60}]})
+    live = live_training(store, run, query_gpus=False)
+    assert (live["state"], live["process_ended"], live["eta"]) == ("finished", "stopped", None)
