@@ -62,6 +62,13 @@ class RunRequest(BaseModel):
     reference_memory_scale: float | None = Field(default=None, gt=0)
     headroom: float = Field(default=0.05, ge=0.0, lt=0.5)  # autotune keeps peak VRAM under capacity x (1 - headroom)
     fresh_preprocess: bool = False  # ignore an existing .precomputed and preprocess into the run's own folder
+    # Prepare phase (a folder of clips, one long video, or metadata with captions missing):
+    captioner: Literal["offline", "qwen_omni", "gemini_flash"] | None = None  # default: by backend
+    vllm_url: str | None = None  # qwen_omni's server; default: the trainer script's own default
+    holdout: int | None = Field(default=None, ge=0, le=10_000)  # samples held out; default ~10 % from 8 up
+    holdout_file: str | None = None  # the user's own holdout rows, used as they are
+    split_over_s: float = Field(default=30.0, gt=0, le=86_400)  # videos longer than this are split into scenes
+    min_scene_s: float = Field(default=1.0, gt=0, le=3_600)  # shorter scenes are not cut apart
 
     @field_validator("mode")
     @classmethod
@@ -77,7 +84,7 @@ class RunRequest(BaseModel):
             raise ValueError(f"unknown backend {value!r}; available: {', '.join(BACKENDS)}")
         return value
 
-    @field_validator("model_path", "text_encoder_path", "trainer_root", "dataset", "surface")
+    @field_validator("model_path", "text_encoder_path", "trainer_root", "dataset", "surface", "holdout_file")
     @classmethod
     def _local_path(cls, value: str | None) -> str | None:
         if value is not None and _URL.match(value.strip()):
@@ -237,6 +244,10 @@ def _fix_hint(field: str) -> str:
                     "default 0.05",
         "steps": "give 1 or more optimizer steps",
         "learning_rate": "give a learning rate above 0 and at most 1",
+        "captioner": "choose offline, qwen_omni or gemini_flash",
+        "holdout": "give how many samples to hold out (0 for none)",
+        "split_over_s": "give the length in seconds over which a video is split into scenes",
+        "min_scene_s": "give the shortest scene, in seconds",
     }
     return hints.get(field, "correct the value and try again")
 
@@ -297,7 +308,7 @@ def read_request_file(path: Path) -> dict[str, Any]:
     return data
 
 
-_PATH_FIELDS = ("dataset", "trainer_root", "model_path", "text_encoder_path", "nvidia_smi", "surface")
+_PATH_FIELDS = ("dataset", "trainer_root", "model_path", "text_encoder_path", "nvidia_smi", "surface", "holdout_file")
 
 
 def describe_mode(name: str) -> str:

@@ -8,10 +8,11 @@ from phases.config_patch import PHASE as CONFIG_PATCH
 from phases.data_check import PHASE as DATA_CHECK
 from phases.monitor import PHASE as MONITOR
 from phases.plan import PHASE as PLAN
+from phases.prepare import PHASE as PREPARE
 from phases.probe import PHASE as PROBE
 from phases.train import PHASE as TRAIN
 from phases.validate import PHASE as VALIDATE
 
-PHASES = (PROBE, PLAN, DATA_CHECK, CONFIG_PATCH, VALIDATE, AUTOTUNE, TRAIN, MONITOR)
+PHASES = (PROBE, PLAN, PREPARE, DATA_CHECK, CONFIG_PATCH, VALIDATE, AUTOTUNE, TRAIN, MONITOR)
 
 __all__ = ["PHASES"]

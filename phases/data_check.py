@@ -53,6 +53,7 @@ class DataCheckPhase:
                                 "fresh_preprocess": request.fresh_preprocess},
                 "stages": [s["buckets"] for s in ctx.output("plan")["recipe"]["stages"]],
                 "probe": digest(ctx.output("probe")["dataset"]),
+                "prepared": digest(ctx.output("prepare")) if "prepare" in ctx.upstream else None,
                 "metadata": file_digest(dataset) if dataset.is_file() else None,
                 "model files": _model_files_part(model_files(ctx.workspace, *model_paths(ctx))),
                 "preprocessing": {"trigger": request.trigger}}
@@ -64,10 +65,12 @@ class DataCheckPhase:
         probe = ctx.output("probe")
         recipe = ctx.output("plan")["recipe"]
         stages = [parse_buckets(";".join(s["buckets"])) for s in recipe["stages"]]
-        dataset = probe["dataset"]
+        # A prepared dataset (staged, split, captioned under the run) replaces what --dataset pointed at.
+        source = ctx.output("prepare") if (ctx.upstream.get("prepare") or {}).get("prepared") else probe
+        dataset = source["dataset"]
         checks: list[Check] = []
         metadata_file, rows, media = _metadata(dataset, mode, checks)
-        clip_facts = probe.get("clip_frames") or {}
+        clip_facts = source.get("clip_frames") or {}
         for buckets in stages:
             checks += check_clip_lengths(clip_facts.get("counts") or {}, list(buckets))
         existing = _existing_precomputed(dataset, ctx.request.fresh_preprocess)

@@ -10,6 +10,7 @@ unknown until the sanity check has measured a step.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.engine import PhaseResult, RunContext
@@ -17,6 +18,7 @@ from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.launch_plan import launch_shape
 from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.ltx.preparation import PreparationPlan, default_captioner, plan_preparation
 from ltx_pipeline.ltx.recipe import Recipe, build_recipe
 from ltx_pipeline.ltx.tiers import Tier
 from ltx_pipeline.workspace import atomic_write
@@ -48,26 +50,34 @@ class PlanPhase:
                               effective_batch=request.effective_batch,
                               checkpoint_interval=request.checkpoint_interval,
                               validation_interval=request.validation_interval)
-        warnings = list(recipe.warnings) + _clip_warnings(probe, recipe)
+        preparation = plan_preparation(
+            dataset=probe["dataset"], facts=(probe.get("clip_frames") or {}).get("facts") or {}, mode=mode,
+            captioner=default_captioner(request.captioner, request.backend), holdout=request.holdout,
+            holdout_file=request.holdout_file, split_over_s=request.split_over_s, min_scene_s=request.min_scene_s)
+        warnings = list(recipe.warnings) + ([] if preparation.long_videos else _clip_warnings(probe, recipe))
         for warning in warnings:
             ctx.warn(warning)
         _check_template(ctx.backend, recipe.template, blockers := [])
         missing = [f for f in probe["findings"] if f["status"] != "ok" and _applies(f["item"], ctx.backend)]
         blockers += [f"{f['item']}: {f['detail']}" for f in missing
                      if f["status"] == "missing" and f["item"] in ctx.backend.heavy_prerequisites]
-        text = render_plan(ctx, recipe, probe, missing, warnings)
+        blockers += _captioner_blockers(probe, preparation)
+        text = render_plan(ctx, recipe, probe, missing, warnings, preparation)
         atomic_write(ctx.paths.plan_file, text, root=ctx.workspace)
         subject = digest(text)
         outputs = {"plan_file": str(ctx.paths.plan_file), "plan_hash": subject, "recipe": recipe.to_dict(),
-                   "warnings": warnings, "missing": [f["item"] for f in missing], "blockers": blockers}
+                   "warnings": warnings, "missing": [f["item"] for f in missing], "blockers": blockers,
+                   "preparation": preparation.to_dict()}
         return PhaseResult(outputs, approval_subject=subject, approval_blockers=blockers)
 
     def summary(self, outputs: dict[str, Any]) -> str:
         recipe = outputs["recipe"]
         stages = "; ".join("+".join(s["buckets"]) for s in recipe["stages"])
         blocked = f", {len(outputs['blockers'])} prerequisite(s) missing" if outputs["blockers"] else ""
+        prep = outputs.get("preparation") or {}
+        prepare = f"; prepare: {PreparationPlan(**prep).summary()}" if prep.get("needed") else ""
         return (f"plan.md written: {recipe['mode']} {recipe['training_mode']} on {recipe['tier_name']}, "
-                f"{stages}{blocked}")
+                f"{stages}{blocked}{prepare}")
 
 
 # Prerequisites only the official trainer needs; the toy and simulated backends run without them.
@@ -105,8 +115,40 @@ def _clip_warnings(probe: dict[str, Any], recipe: Recipe) -> list[str]:
             "batch 1), or accept the loss."]
 
 
+def _captioner_blockers(probe: dict[str, Any], preparation: PreparationPlan) -> list[str]:
+    """Captioning needs its captioner: one that is not available blocks approval, with the command that fixes it."""
+    if not preparation.needed:
+        return []
+    found = next((f for f in probe["findings"] if f["item"] == "Captioner"), None)
+    if found is None or found["status"] == "ok":
+        return []
+    step = found.get("next_step") or "see status"
+    return [f"Captioner {preparation.captioner}: {found['detail']}. Next step: {step}"]
+
+
+def _preparation_lines(ctx: RunContext, preparation: PreparationPlan) -> list[str]:
+    lines = ["## Data preparation", ""]
+    if not preparation.needed:
+        return [*lines, f"- Skipped: {preparation.reason}.", ""]
+    lines += [f"- Input: {preparation.reason}; staged under `{ctx.paths.dataset}` (symlinks, or copies across "
+              "file systems; your files are never moved or edited)",
+              f"- Will: {preparation.summary()}"]
+    if preparation.long_videos:
+        lines += [f"- Scene split: videos longer than {preparation.split_over_s:g} s "
+                  f"({', '.join(Path(v).name for v in preparation.long_videos)}), PySceneDetect's content detector, "
+                  f"scenes under {preparation.min_scene_s:g} s merged, scenes shorter than the smallest bucket's "
+                  "frames dropped and listed"]
+    lines += [f"- Captioner: {preparation.captioner}"
+              + (" (measured facts of each clip: colours, motion, duration; not a language model)"
+                 if preparation.captioner == "offline" else " (ltx-trainer's scripts/caption_videos.py)"),
+              "- Captions never contain the trigger word (the config prepends it at preprocessing)",
+              "- After captioning, three captions are shown in full and the run stops at a second approval gate "
+              "bound to the captions file's hash", ""]
+    return lines
+
+
 def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing: list[dict[str, Any]],
-                warnings: list[str]) -> str:
+                warnings: list[str], preparation: PreparationPlan | None = None) -> str:
     """The plan's Markdown, in the official template's section order."""
     request = ctx.request
     mode = get_mode(request.mode)
@@ -124,6 +166,8 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
     lines += [f"- {k}: {v}" for k, v in _dataset_facts(dataset).items()]
     lines += [f"- Required metadata columns for {mode.name}: {', '.join(mode.columns)}",
               f"- Required precomputed folders: {', '.join(mode.precomputed_dirs)}", ""]
+    if preparation is not None:
+        lines += _preparation_lines(ctx, preparation)
     lines += ["## Preprocessing", "", f"- Strategy: {recipe.strategy}"]
     for stage in recipe.stages:
         pairs = zip(stage.buckets, stage.tokens, strict=True)

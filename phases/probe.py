@@ -16,8 +16,9 @@ from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import BadDataset, BadInput, GateStopped
 from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.ltx.preparation import default_captioner
 from ltx_pipeline.ltx.tiers import MINIMUM_GB, classify_tier
-from ltx_pipeline.probing import to_plain
+from ltx_pipeline.probing import Finding, to_plain
 from ltx_pipeline.probing.dataset import classify_dataset, media_rows, read_clips
 from ltx_pipeline.probing.gpus import GpuProbe, assumed_probe, describe_gpus, probe_gpus
 from ltx_pipeline.probing.host import probe_host
@@ -28,7 +29,7 @@ __all__ = ["PHASE"]
 # Environment that changes what the probe finds (never secrets; W&B is reduced to a boolean).
 _ENV_INPUTS = ("CUDA_VISIBLE_DEVICES", "LTX_PIPELINE_NVIDIA_SMI", "LTX2_ROOT", "LTX_MODELS_DIR")
 _REQUEST_INPUTS = ("dataset", "mode", "backend", "surface", "assume_gpu", "nvidia_smi", "accept_risk",
-                   "trainer_root", "model_path", "text_encoder_path")
+                   "trainer_root", "model_path", "text_encoder_path", "captioner", "vllm_url")
 
 
 class ProbePhase:
@@ -65,10 +66,11 @@ class ProbePhase:
             _minimum_gate(ctx, gpus_text, nominal, request.accept_risk)
 
         dataset = classify_dataset(Path(request.dataset))
-        _refuse_uncaptioned(dataset)
         host = probe_host(ctx.workspace)
         findings = [gpu_probe.to_finding().to_dict(), *(f.to_dict() for f in host.to_findings())]
         findings.append(dataset.to_finding().to_dict())
+        if _needs_captions(dataset):
+            findings.append(_captioner_finding(request))
         media = media_rows(Path(request.dataset)) if get_mode(request.mode).video_media else []
         frames = _read_clips(ctx, media, request.dataset)
         models, trainer = None, None
@@ -125,21 +127,21 @@ def _minimum_gate(ctx: RunContext, gpus_text: str, nominal: int, accept_risk: bo
     ctx.warn(message + ". Continuing on the low-VRAM config because --accept-risk was given.")
 
 
-def _refuse_uncaptioned(dataset: Any) -> None:
-    """A folder of clips with no metadata file is bad input until the prepare phase can caption it:
-    every mode trains on captions, and nothing here can write them (refused before the plan, not by
-    the data check after the approval)."""
-    if dataset.kind != "videos_folder":
-        return
-    media = dataset.media
-    count = media.videos + media.images + media.audio
-    found = (f"; {', '.join(media.metadata_files)} found here may be one: pass it as --dataset"
-             if media.metadata_files else "")
-    raise BadDataset(f"{dataset.path} is a folder of {count} media file(s) without a metadata file: the trainer "
-                     "needs a caption for every clip", where="--dataset",
-                     fix='write a dataset.json beside the clips (a list of {"caption": "...", "video": "<file>"}; '
-                         "ltx-trainer's scripts/caption_videos.py can write the captions) and pass that file"
-                         + found)
+def _needs_captions(dataset: Any) -> bool:
+    """A folder, one video, or metadata with empty captions: the prepare phase will caption."""
+    if dataset.kind in ("videos_folder", "video_file"):
+        return True
+    return dataset.kind == "metadata" and bool(dataset.metadata and dataset.metadata.empty_captions)
+
+
+def _captioner_finding(request: Any) -> dict[str, Any]:
+    """Whether the captioner the run will use can run here, with the exact command that makes it so."""
+    from ltx_pipeline.steps.captioning import DEFAULT_VLLM_URL, captioner_availability
+
+    name = default_captioner(request.captioner, request.backend)
+    found = captioner_availability(name, trainer_root=Path(request.trainer_root) if request.trainer_root else None,
+                                   vllm_url=request.vllm_url or DEFAULT_VLLM_URL, env=os.environ)
+    return Finding("Captioner", "ok" if found.ok else "missing", found.detail, found.fix).to_dict()
 
 
 def _read_clips(ctx: RunContext, media: list[tuple[int | None, Path]], dataset: str) -> dict[str, Any]:

@@ -37,7 +37,7 @@ _CLIPS = (("red", "blue"), ("yellow", "purple"), ("white", "black"), ("red", "gr
           ("green", "white"))
 
 
-def write_demo_dataset(folder: Path, clips: int = 6) -> Path:
+def write_demo_dataset(folder: Path, clips: int = 6, captions: bool = True) -> Path:
     """Real H.264 clips (96x64, 25 frames at 24 fps, a tone as AAC: the demo trains audio too) and their metadata.
 
     Each clip is a coloured square sliding across a plain background; its caption says which colours.
@@ -53,12 +53,17 @@ def write_demo_dataset(folder: Path, clips: int = 6) -> Path:
                    phase=index / clips)
         rows.append({"caption": f"a {colour} square slides from left to right across a plain {background} background",
                      "video": name})
+    if not captions:  # --from-folder: the clips alone, as most users start; the prepare phase captions them
+        return folder / "videos"
     return atomic_write(folder / "dataset.json", json.dumps(rows, indent=2), root=folder)
 
 
 def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
          gpu: Annotated[str, typer.Option(help="Assumed GPU: rtx5090, a6000, h100 or h200.")] = "rtx5090",
          processes: Annotated[int, typer.Option(help="Training processes (2 = DDP over gloo on the CPU).")] = 1,
+         from_folder: Annotated[bool, typer.Option("--from-folder", help="Start from the clips alone (no "
+                                                   "captions): shows the prepare phase (staging, offline "
+                                                   "captions, holdout, the captions gate).")] = False,
          ) -> int:
     """Run the whole workflow on a toy model and generated mp4 clips (no GPU needed): probe to run summary."""
     from ltx_pipeline.cli.console import out
@@ -75,10 +80,12 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
     os.environ.setdefault("LTX_REFERENCE_LOG_EVERY", "2")
     ws, store = open_workspace(workspace)
     name = f"demo-{gpu}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    dataset = write_demo_dataset(ws.root / "demo-data" / name)
+    dataset = write_demo_dataset(ws.root / "demo-data" / name, captions=not from_folder)
     out.print(f"Demo run {name}: the reference toy trainer (not LTX-2) on generated mp4 clips, planned for an assumed "
               f"{DEMO_GPUS[gpu].split(',')[0]}. The demo approves its own plan; a real run stops at the approval "
-              "gate for you to read plan.md.", markup=False)
+              "gate for you to read plan.md"
+              + (", and at the captions gate for you to read the captions" if from_folder else "") + ".",
+              markup=False)
     options = {"dataset": str(dataset), "mode": "t2v", "backend": "reference", "assume_gpu": DEMO_GPUS[gpu],
                "buckets": "96x64x25", "steps": 60, "checkpoint_interval": 30, "validation_interval": 30,
                "trigger": "fxclp", "rank": 8, "learning_rate": DEMO_LEARNING_RATE,
@@ -87,7 +94,8 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
     run, request = prepare_run(ws, store, name, {k: v for k, v in options.items() if v is not None})
     code = drive_run(ws, store, run, request, approve=True, options={})
     paths = ws.run(name)
-    produced = [paths.plan_file, paths.config_file, paths.root / "autotune.md", paths.root / "autotune.png",
+    produced = [paths.plan_file, *([paths.dataset / "dataset.json", paths.dataset / "holdout.jsonl"] if from_folder
+                                   else []), paths.config_file, paths.root / "autotune.md", paths.root / "autotune.png",
                 paths.outputs / "checkpoints", paths.outputs / "samples", paths.outputs / "run-summary.md",
                 paths.outputs / "loss.png", paths.outputs / "step_time.png"]
     out.print("\nProduced:", markup=False)

@@ -28,7 +28,8 @@ from ltx_pipeline.request import (
 from ltx_pipeline.store import Run, Store
 from ltx_pipeline.workspace import Workspace, validate_run_name
 
-__all__ = ["drive_run", "latest_run_name", "open_workspace", "prepare_run", "request_options", "with_request_file"]
+__all__ = ["drive_run", "existing_path", "gate_name", "latest_run_name", "open_workspace", "prepare_run",
+           "request_options", "with_request_file"]
 
 
 def request_options(dataset: Path | None, mode: str | None, training_mode: str | None, strategy: str | None,
@@ -65,6 +66,11 @@ def with_request_file(request_file: Path | None, options: dict[str, Any]) -> dic
     if request_file is None:
         return options
     return {**read_request_file(_existing(request_file, "--request")), **options}
+
+
+def existing_path(path: Path, option: str) -> Path:
+    """The absolute path of a file the user named, or one line saying it does not exist."""
+    return _existing(path, option)
 
 
 def _existing(path: Path, option: str) -> Path:
@@ -122,16 +128,22 @@ def drive_run(ws: Workspace, store: Store, run: Run, request: RunRequest, approv
                     options={**(options or {}), "on_progress": bar, "on_count": counts})
     try:
         report = runner.drive(run, request)
-        if report.outcome is Outcome.AWAITING_APPROVAL and approve:
-            subject, _ = approve_plan(store, run, approved_by="run --approve")
-            out.print(f"Plan {subject[:19]}… approved by --approve.", markup=False)
+        approved: set[str] = set()
+        # --approve passes every gate (the plan, then the prepared captions), each once, and says so.
+        while report.outcome is Outcome.AWAITING_APPROVAL and approve and report.approval_subject not in approved:
+            subject, _ = approve_plan(store, run, approved_by="run --approve", order=[p.name for p in PHASES])
+            approved.add(subject)
+            out.print(f"{gate_name(report.approval_phase)} {subject[:19]}… approved by --approve.", markup=False)
             report = runner.drive(run, request)
     finally:
         bar.close()
         counts.close()
     target = f"--workspace {ws.root} --run {run.name}"
     if report.outcome is Outcome.AWAITING_APPROVAL:
-        out.print(f"Stopped at the approval gate. Read {ws.run(run.name).plan_file}, then:", markup=False)
+        what = (f"the captions shown above (all in {ws.run(run.name).dataset / 'dataset.json'}; edit it by hand "
+                "and resume to change any)" if report.approval_phase == "prepare" else ws.run(run.name).plan_file)
+        gate = "captions approval gate" if report.approval_phase == "prepare" else "approval gate"
+        out.print(f"Stopped at the {gate}. Read {what}, then:", markup=False)
         if report.approval_blockers:
             out.print("  (approve will refuse until these are provided: "
                       + "; ".join(report.approval_blockers) + ")", markup=False)
@@ -143,6 +155,11 @@ def drive_run(ws: Workspace, store: Store, run: Run, request: RunRequest, approv
         return EXIT_OK
     out.print(f"Run {run.name} finished: see {ws.run(run.name).outputs / 'run-summary.md'}", markup=False)
     return EXIT_OK
+
+
+def gate_name(phase: str | None) -> str:
+    """What a gate approves, in words: the plan, or the captions the prepare phase wrote."""
+    return "Captions" if phase == "prepare" else "Plan"
 
 
 def latest_run_name(store: Store) -> str:

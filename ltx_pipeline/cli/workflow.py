@@ -14,6 +14,8 @@ import typer
 from ltx_pipeline.cli.console import out
 from ltx_pipeline.cli.driving import (
     drive_run,
+    existing_path,
+    gate_name,
     latest_run_name,
     open_workspace,
     prepare_run,
@@ -59,7 +61,20 @@ def run(
     processes: Annotated[int | None, typer.Option(help="Training processes (default: one per GPU).")] = None,
     checkpoint_interval: Annotated[int | None, typer.Option(help="Steps between checkpoints (default 250).")] = None,
     validation_interval: Annotated[int | None, typer.Option(help="Steps between validations (default 100).")] = None,
-    approve: Annotated[bool, typer.Option("--approve", help="Approve the plan as soon as it is written.")] = False,
+    captioner: Annotated[str | None, typer.Option(help="Captions for clips without one: offline (measured facts; "
+                                                  "reference/simulated default), qwen_omni (ltx default) or "
+                                                  "gemini_flash.")] = None,
+    vllm_url: Annotated[str | None, typer.Option(help="qwen_omni's vLLM server (default: the trainer "
+                                                 "script's).")] = None,
+    holdout: Annotated[int | None, typer.Option(help="Samples to hold out (default ~10 % from 8 samples; "
+                                                "0: none).")] = None,
+    holdout_file: Annotated[Path | None, typer.Option(help="Your own holdout rows (.json/.jsonl), used as "
+                                                      "they are.")] = None,
+    split_over: Annotated[float | None, typer.Option(help="Split videos longer than this many seconds into "
+                                                     "scenes (default 30).")] = None,
+    min_scene: Annotated[float | None, typer.Option(help="Shortest scene in seconds (default 1).")] = None,
+    approve: Annotated[bool, typer.Option("--approve", help="Approve every gate (the plan, then the captions) "
+                                          "as soon as it is reached.")] = False,
     detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
 ) -> int:
     """Create (or update) a run and drive it: probe, plan, then stop for approval."""
@@ -67,6 +82,10 @@ def run(
                                effective_batch, trigger, trainer_root, model_path, text_encoder_path, backend,
                                assume_gpu, nvidia_smi, accept_risk, surface, fresh_preprocess, headroom, processes,
                                checkpoint_interval, validation_interval)
+    options.update({k: v for k, v in {"captioner": captioner, "vllm_url": vllm_url, "holdout": holdout,
+                                      "split_over_s": split_over, "min_scene_s": min_scene}.items() if v is not None})
+    if holdout_file is not None:
+        options["holdout_file"] = str(existing_path(holdout_file, "--holdout-file"))
     ws, store = open_workspace(workspace)
     run_row, request = prepare_run(ws, store, run_name, with_request_file(request_file, options))
     return drive_run(ws, store, run_row, request, approve, {"detach": detach})
@@ -119,10 +138,15 @@ def approve(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> int:
     run_row = store.get_run(name)
     if run_row is None:
         raise BadRequest(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
-    subject, new = approve_plan(store, run_row, approved_by="approve command")
+    from phases import PHASES  # the phase order decides which gate comes first
+
+    order = [p.name for p in PHASES]
+    subject, new = approve_plan(store, run_row, approved_by="approve command", order=order)
+    phase = next((r.phase for r in store.latest_phase_runs(run_row.id).values() if r.approval_subject == subject),
+                 None)
     verb = "Approved" if new else "Already approved:"
-    out.print(f"{verb} plan {subject[:19]}… of run {name}. Next: ltx-pipeline resume --workspace {ws.root} "
-              f"--run {name}", markup=False)
+    out.print(f"{verb} {gate_name(phase).lower()} {subject[:19]}… of run {name}. Next: ltx-pipeline resume "
+              f"--workspace {ws.root} --run {name}", markup=False)
     return EXIT_OK
 
 

@@ -47,6 +47,7 @@ class DriveReport:
     skipped: list[str] = field(default_factory=list)
     approval_subject: str | None = None
     approval_blockers: list[str] = field(default_factory=list)
+    approval_phase: str | None = None  # the phase whose result waits for approval (plan, prepare)
 
 
 class Runner:
@@ -124,6 +125,7 @@ class Runner:
                 subject = result.approval_subject
                 report.approval_subject = subject
                 report.approval_blockers = list(result.approval_blockers)
+                report.approval_phase = phase.name
                 if self.store.approval_for(run_id, subject) is None:
                     lifecycle.await_approval()
                     self.store.set_state(run_id, lifecycle.state, f"waiting for approval of plan {subject}")
@@ -221,8 +223,11 @@ def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], rer
     return None
 
 
-def approve_plan(store: Store, run: Run, approved_by: str) -> tuple[str, bool]:
-    """Approve the run's current plan (its newest approval subject).
+def approve_plan(store: Store, run: Run, approved_by: str, order: Sequence[str] = ()) -> tuple[str, bool]:
+    """Approve the run's current gate: the first approval subject (in phase ``order``, else the order the
+    phases ran) that is not approved yet, else the newest (already approved).
+
+    A run has one gate per phase that yields a subject: the plan, then the prepared captions.
 
     Returns:
         (subject, newly_approved) — False when that subject was already approved.
@@ -231,11 +236,13 @@ def approve_plan(store: Store, run: Run, approved_by: str) -> tuple[str, bool]:
         ApprovalRefused: no plan yet, the plan is out of date, or prerequisites are missing.
     """
     run_id = saved_id(run)
-    plans = [(r, r.approval_subject) for r in store.latest_phase_runs(run_id).values() if r.approval_subject]
+    rows = sorted(store.latest_phase_runs(run_id).values(),
+                  key=lambda r: (order.index(r.phase) if r.phase in order else len(order), r.id or 0))
+    plans = [(r, r.approval_subject) for r in rows if r.approval_subject]
     if not plans:
         raise ApprovalRefused(f"Run {run.name} has no plan to approve yet", where=f"run {run.name}",
                               fix=f"run `ltx-pipeline resume --run {run.name}` to write plan.md first")
-    row, subject = plans[-1]
+    row, subject = next(((r, s) for r, s in plans if store.approval_for(run_id, s) is None), plans[-1])
     if row.status != "succeeded":
         raise ApprovalRefused(f"The plan of run {run.name} is out of date ({row.phase} {row.status})",
                               fix=f"run `ltx-pipeline resume --run {run.name}` to rewrite it")

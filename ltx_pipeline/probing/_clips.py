@@ -51,6 +51,8 @@ def media_rows(path: Path) -> list[tuple[int | None, Path]]:
         column = "video" if "video" in metadata_columns(rows) else "media_path"
         return [(number, resolve_media(path.parent, row[column].strip())) for number, row in enumerate(rows, start=1)
                 if isinstance(row.get(column), str) and row[column].strip()]
+    if path.is_file() and path.suffix.lower() in VIDEO_EXTENSIONS:  # one long video, split by prepare
+        return [(None, path)]
     if path.is_dir() and path.name != ".precomputed":
         found = []
         for root, dirs, files in os.walk(path):

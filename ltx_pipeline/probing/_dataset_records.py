@@ -35,7 +35,7 @@ IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg"})
 AUDIO_EXTENSIONS = frozenset({".wav", ".mp3", ".flac"})
 METADATA_EXTENSIONS = frozenset({".csv", ".json", ".jsonl"})
 
-Kind = Literal["metadata", "videos_folder", "precomputed", "prior_run"]
+Kind = Literal["metadata", "videos_folder", "video_file", "precomputed", "prior_run"]
 
 
 @dataclass(frozen=True)

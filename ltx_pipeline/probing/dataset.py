@@ -1,7 +1,7 @@
 """Dataset probing: what ``--dataset`` points at, and what is in it.
 
-Owns the classification of a dataset path into one of four kinds (a metadata file, a folder of
-raw media, a ``.precomputed`` folder, a prior run's outputs) and the readers that gather the facts
+Owns the classification of a dataset path into one of five kinds (a metadata file, a folder of
+raw media, one video file, a ``.precomputed`` folder, a prior run's outputs) and the readers that gather the facts
 the plan needs about each: rows, columns, the caption column, missing media, precomputed counts
 and resumable checkpoints, with a warning and next step for each problem found. Unusable inputs
 raise ``BadDataset`` with one line. Metadata conventions follow the trainer's ``process_dataset.py``:
@@ -226,9 +226,9 @@ def classify_dataset(path: Path) -> DatasetInfo:
             if meta.precomputed is not None:
                 warnings += _precomputed_warnings(meta.precomputed)
             return DatasetInfo("metadata", str(path), metadata=meta, warnings=tuple(warnings))
-        if suffix in VIDEO_EXTENSIONS:
-            raise _bad("A single video file is not a dataset", path,
-                       "put the clips (split into scenes) in a folder and pass that folder")
+        if suffix in VIDEO_EXTENSIONS:  # one long video: the prepare phase splits it into scenes
+            media = MediaFolderInfo(videos=1, images=0, audio=0, by_extension={suffix: 1})
+            return DatasetInfo("video_file", str(path), media=media)
         raise _bad(f"Unsupported dataset file type {suffix or '(no extension)'!r}", path, _FIX_PATH)
     if not path.is_dir():
         raise _bad("Dataset path is neither a file nor a folder", path)

@@ -105,10 +105,11 @@ def test_every_problem_of_an_edited_run_yaml_is_reported_together(tmp_path: Path
     assert request_file.read_text() == edited
 
 
-def test_a_folder_of_clips_without_metadata_is_refused_before_the_plan(tmp_path: Path, fake_smi,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """Until a prepare phase can caption clips, nothing could produce the captions every mode needs:
-    refused in one line (exit 2) before the plan, not by the data check after approval."""
+def test_a_folder_of_clips_is_planned_with_its_captioner_as_a_blocker_when_none_can_run(
+        tmp_path: Path, fake_smi, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder of clips is planned (the prepare phase will caption it); on the ltx backend with no trainer
+    checkout the captioner cannot run, so approval is refused (exit 4) with the command that fixes it."""
+    monkeypatch.delenv("LTX2_ROOT", raising=False)
     folder = tmp_path / "clips"
     folder.mkdir()
     for name in ("a.mp4", "b.mp4"):
@@ -117,6 +118,7 @@ def test_a_folder_of_clips_without_metadata_is_refused_before_the_plan(tmp_path:
     code = main(["run", "--workspace", str(workspace), "--run", "r1", "--dataset", str(folder), "--nvidia-smi",
                  fake_smi(H100_SMI), "--approve"])
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
-    assert code == 2 and len(lines) == 1
-    assert "folder of 2 media file(s) without a metadata file" in lines[0] and "dataset.json" in lines[0]
-    assert not (workspace / "r1" / "plan.md").exists()
+    assert code == 4 and len(lines) == 1 and "Captioner qwen_omni" in lines[0]
+    plan = (workspace / "r1" / "plan.md").read_text()
+    assert "## Data preparation" in plan and "caption 2 clip(s) with qwen_omni" in plan
+    assert not (workspace / "r1" / "dataset").exists()  # nothing prepared before approval

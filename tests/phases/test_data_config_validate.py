@@ -139,7 +139,7 @@ def test_status_json_shows_every_phase_and_the_patches(run_cli, workspace, clips
     assert run_cli(clips_dataset)[0] == 0
     main(["status", "--workspace", str(workspace), "--json"])
     run = json.loads(capsys.readouterr().out)["runs"][0]
-    assert [p["phase"] for p in run["phases"]] == ["probe", "plan", "data_check", "config_patch", "validate"]
+    assert [p["phase"] for p in run["phases"]] == ["probe", "plan", "prepare", "data_check", "config_patch", "validate"]
     assert all(p["status"] == "succeeded" for p in run["phases"]) and run["state"] == "finished"
 
 

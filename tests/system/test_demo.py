@@ -13,7 +13,7 @@ import pytest
 from ltx_pipeline.ltx.media import read_media_info
 
 ENGINE = [sys.executable, "-c", "from ltx_pipeline.cli import main; main()"]
-PHASES = ["probe", "plan", "data_check", "config_patch", "validate", "autotune", "train", "monitor"]
+PHASES = ["probe", "plan", "prepare", "data_check", "config_patch", "validate", "autotune", "train", "monitor"]
 
 
 @pytest.mark.slow

@@ -218,9 +218,10 @@ def test_unsupported_extension(tmp_path):
     assert "Unsupported dataset file type '.txt'" in bad(tmp_path / "data.txt")
 
 
-def test_single_video_file(tmp_path):
+def test_single_video_file_is_a_dataset_the_prepare_phase_splits(tmp_path):
     make_tree(tmp_path, {"long.mp4": "x"})
-    assert "single video file" in bad(tmp_path / "long.mp4")
+    info = classify_dataset(tmp_path / "long.mp4")
+    assert (info.kind, info.media.videos) == ("video_file", 1)
 
 
 def test_empty_folder(tmp_path):

@@ -1,0 +1,264 @@
+"""Prepare phase: from a folder of clips, one long video, or metadata with captions missing, to a
+captioned, split, audited ``<run>/dataset/dataset.json``, then a second approval gate on the captions.
+
+It carries out what the plan stated (``ltx/preparation.py``): media are staged under the run's
+``dataset/media/`` (symlinks; copies across file systems) because the trainer resolves media against the
+metadata file, and the user's files are never moved or edited; videos longer than the plan's threshold
+are split into scenes (``steps/scenes.py``) under ``dataset/scenes/``; only clips without a caption are
+captioned (``steps/captioning``), with progress kept in ``dataset/captions.json`` after each clip, so a
+killed engine captions nothing twice; a holdout is reserved into ``dataset/holdout.jsonl``. Three
+captions are shown in full and the run stops at a gate bound to the hash of ``dataset.json`` and
+``holdout.jsonl``: editing either by hand and resuming keeps the edits, re-hashes and asks again.
+Skipped, with its reason, when the metadata already has a caption in every row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ltx_pipeline.engine import PhaseResult, RunContext
+from ltx_pipeline.engine.fingerprint import digest, file_digest
+from ltx_pipeline.errors import BadDataset
+from ltx_pipeline.ltx.metadata import read_metadata_rows, resolve_media
+from ltx_pipeline.ltx.preparation import PreparationPlan, choose_holdout, holdout_count
+from ltx_pipeline.probing import media_rows, read_clips
+from ltx_pipeline.steps.captioning import DEFAULT_VLLM_URL, make_captioner
+from ltx_pipeline.steps.scenes import cut_scenes, detect_scenes
+from ltx_pipeline.workspace import atomic_write, ensure_inside
+
+__all__ = ["PHASE"]
+
+_REQUEST_INPUTS = ("dataset", "captioner", "vllm_url", "holdout", "holdout_file", "split_over_s", "min_scene_s",
+                   "trigger", "trainer_root")
+
+
+class PreparePhase:
+    name = "prepare"
+    heavy = True  # captioning and scene splitting run only after the plan is approved
+
+    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+        files = _Files(ctx.paths.dataset)
+        return {"run request": {key: getattr(ctx.request, key) for key in _REQUEST_INPUTS},
+                "plan": digest(ctx.output("plan").get("preparation")),
+                "input": digest(ctx.output("probe")["dataset"]),
+                # The user's hand edits of the captions re-run this phase, which keeps them and asks again.
+                "captions": file_digest(files.metadata) if files.metadata.exists() else None,
+                "holdout rows": file_digest(files.holdout) if files.holdout.exists() else None}
+
+    def run(self, ctx: RunContext) -> PhaseResult:
+        plan = PreparationPlan(**ctx.output("plan")["preparation"])
+        if not plan.needed:
+            ctx.narrate(f"Nothing to prepare: {plan.reason}.")
+            return PhaseResult({"prepared": False, "reason": plan.reason})
+        ctx.narrate(f"Preparing the dataset under {ctx.paths.dataset}: {plan.summary()}. Your files are linked "
+                    "or copied, never moved or edited.")
+        files = _Files(ctx.paths.dataset)
+        probe = ctx.output("probe")
+        min_frames = min(int(b.split("x")[2]) for s in ctx.output("plan")["recipe"]["stages"] for b in s["buckets"])
+        clips, kept, dropped = self._stage(ctx, plan, probe["dataset"], files, min_frames)
+        captions, written = self._caption(ctx, plan, clips, kept, files)
+        rows = [{"caption": captions[rel], "video": rel} for rel in clips]
+        held = self._write_rows(ctx, rows, files)
+        metadata_text = files.metadata.read_text(encoding="utf-8")
+        holdout_text = files.holdout.read_text(encoding="utf-8") if files.holdout.exists() else ""
+        report = read_clips(media_rows(files.metadata), cache=ctx.journal)
+        audit = _audit(report.facts, files, len(rows) - len(held), written, len(kept), held, dropped)
+        ctx.narrate(audit)
+        self._spot_check(ctx, files)
+        outputs = {"prepared": True, "reason": plan.reason, "metadata_file": str(files.metadata),
+                   "holdout_file": str(files.holdout) if holdout_text else None, "holdout_ids": held,
+                   "samples": len(rows) - len(held), "captioner": plan.captioner,
+                   "captions": {"written": written, "kept": len(kept)},
+                   "dropped_scenes": dropped, "audit": audit,
+                   "dataset": {"kind": "metadata", "path": str(files.metadata)}, "clip_frames": report.to_dict()}
+        return PhaseResult(outputs, approval_subject=digest(metadata_text + "\n--holdout--\n" + holdout_text))
+
+    def summary(self, outputs: dict[str, Any]) -> str:
+        if not outputs["prepared"]:
+            return f"skipped: {outputs['reason']}"
+        return outputs["audit"]
+
+    # --- staging -----------------------------------------------------------------------------------
+
+    def _stage(self, ctx: RunContext, plan: PreparationPlan, dataset: dict[str, Any], files: _Files,
+               min_frames: int) -> tuple[list[str], dict[str, str], list[str]]:
+        """Stage every clip under dataset/; returns their paths relative to dataset.json, the captions the
+        user's metadata already had, and the scenes dropped as too short."""
+        source = Path(dataset["path"])
+        kept: dict[str, str] = {}
+        if plan.source_kind == "metadata":
+            media = [(resolve_media(source.parent, str(row.get("video") or row.get("media_path") or "")), row)
+                     for row in read_metadata_rows(source)]
+            base = source.parent
+        else:
+            media = [(path, {}) for _, path in media_rows(source)]
+            base = source if source.is_dir() else source.parent
+        long_videos = set(plan.long_videos)
+        clips: list[str] = []
+        dropped: list[str] = []
+        for path, row in media:
+            if str(path) in long_videos:
+                made, lost = self._split(ctx, path, files, min_frames, plan)
+                clips += made
+                dropped += lost
+                continue
+            rel = _link(ctx, path, files.media / _relative(path, base), files.root)
+            clips.append(rel)
+            caption = str(row.get("caption") or row.get("text") or "").strip()
+            if caption:
+                kept[rel] = caption
+        if not clips:
+            raise BadDataset(f"No clip of {source} is long enough to train on: every scene is shorter than "
+                             f"{min_frames} frames (the smallest bucket)", where=str(source),
+                             fix="use a bucket with fewer frames (--buckets), or longer clips")
+        return clips, kept, dropped
+
+    def _split(self, ctx: RunContext, video: Path, files: _Files, min_frames: int,
+               plan: PreparationPlan) -> tuple[list[str], list[str]]:
+        ctx.narrate(f"Splitting {video.name} into scenes (content detector, scenes of at least "
+                    f"{plan.min_scene_s:g} s)...")
+        scenes = detect_scenes(video, min_scene_seconds=plan.min_scene_s)
+        result = cut_scenes(video, scenes, files.scenes, min_frames=min_frames)
+        lost = [f"{video.name} scene {scene.index} ({scene.start_s:.2f}-{scene.end_s:.2f} s): {why}"
+                for scene, why in result.dropped]
+        ctx.narrate(f"{video.name}: {len(scenes)} scene(s), {len(result.clips)} written to {files.scenes}"
+                    + (f", {len(lost)} dropped: " + "; ".join(lost) if lost else ""))
+        return [clip.path.relative_to(files.root).as_posix() for clip in result.clips], lost
+
+    # --- captions and holdout ----------------------------------------------------------------------
+
+    def _caption(self, ctx: RunContext, plan: PreparationPlan, clips: list[str], kept: dict[str, str],
+                 files: _Files) -> tuple[dict[str, str], int]:
+        """Every clip's caption: the user's own and hand-edited ones kept, the rest captioned once."""
+        edited = {**_captions_in(files.metadata), **_captions_in(files.holdout)}
+        progress = _captions_in(files.captions)
+        known = {**progress, **kept, **edited}
+        missing = [rel for rel in clips if not known.get(rel)]
+        seeded = {rel: known[rel] for rel in clips if known.get(rel)}
+        if seeded != {rel: progress.get(rel) for rel in seeded}:  # the captioner skips what its file holds
+            atomic_write(files.captions, json.dumps([{"caption": c, "media_path": r} for r, c in seeded.items()],
+                                                    indent=2, ensure_ascii=False), root=ctx.workspace)
+        if not missing:
+            ctx.narrate(f"Every one of the {len(clips)} clips has a caption: nothing to caption.")
+            return {rel: known[rel] for rel in clips}, 0
+        request = ctx.request
+        captioner = make_captioner(plan.captioner, trigger=request.trigger,
+                                   trainer_root=Path(request.trainer_root) if request.trainer_root else None,
+                                   vllm_url=request.vllm_url or DEFAULT_VLLM_URL)
+        ctx.narrate(f"Captioning {len(missing)} clip(s) with {plan.captioner} ({len(seeded)} already captioned)...")
+        on_count = ctx.options.get("on_count")
+
+        def progress_cb(done: int, total: int) -> None:
+            if on_count is not None:
+                on_count("captioning", done, total)
+
+        done = captioner.caption([files.root / rel for rel in clips], files.captions, workspace=ctx.workspace,
+                                 on_progress=progress_cb)
+        captions = {rel: seeded.get(rel) or done.get(rel, "") for rel in clips}
+        empty = [rel for rel, caption in captions.items() if not caption.strip()]
+        if empty:
+            raise BadDataset(f"The captioner gave no caption for {len(empty)} clip(s): {', '.join(empty[:5])}",
+                             where=str(files.captions), fix="write them in dataset.json by hand, then resume")
+        return captions, len(missing)
+
+    def _write_rows(self, ctx: RunContext, rows: list[dict[str, str]], files: _Files) -> list[str]:
+        """dataset.json (training rows) and holdout.jsonl; an existing split is kept as it is."""
+        request = ctx.request
+        if files.holdout.exists():
+            held = list(_captions_in(files.holdout))
+        elif request.holdout_file:
+            user = read_metadata_rows(Path(request.holdout_file))
+            base = Path(request.holdout_file).parent
+            targets = {str(resolve_media(base, str(r.get("video") or r.get("media_path") or ""))) for r in user}
+            held = [row["video"] for row in rows if str((files.root / row["video"]).resolve()) in targets]
+            for r in user:  # the user's rows as they are, with media made absolute for this folder
+                r["video"] = str(resolve_media(base, str(r.get("video") or r.get("media_path") or "")))
+            atomic_write(files.holdout, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in user),
+                         root=ctx.workspace)
+        else:
+            count = holdout_count(len(rows), request.holdout)
+            held = choose_holdout([row["video"] for row in rows], count)
+            if held:
+                chosen = [row for row in rows if row["video"] in held]
+                atomic_write(files.holdout, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen),
+                             root=ctx.workspace)
+                ctx.narrate(f"Held out {len(held)} sample(s) (seed 42) into {files.holdout}: {', '.join(held)}")
+        training = [row for row in rows if row["video"] not in set(held)]
+        wanted = {row["video"]: row["caption"] for row in training}
+        if _captions_in(files.metadata) != wanted:  # the same rows as the user left them: not rewritten
+            atomic_write(files.metadata, json.dumps(training, indent=2, ensure_ascii=False) + "\n",
+                         root=ctx.workspace)
+        return held
+
+    def _spot_check(self, ctx: RunContext, files: _Files) -> None:
+        rows = read_metadata_rows(files.metadata)
+        picks = sorted({0, len(rows) // 2, len(rows) - 1})[:3] if rows else []
+        ctx.narrate(f"Spot-check: {len(picks)} caption(s) in full, from {files.metadata}:")
+        for index in picks:
+            ctx.narrate(f"  [{rows[index].get('video')}] {rows[index].get('caption')}")
+        ctx.narrate("Read them (and dataset.json if you like; edit it by hand to change any caption, then resume): "
+                    "the run stops here until you approve these captions.")
+
+
+class _Files:
+    """Where the prepared dataset lives inside the run."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.media = root / "media"
+        self.scenes = root / "scenes"
+        self.metadata = root / "dataset.json"
+        self.holdout = root / "holdout.jsonl"
+        self.captions = root / "captions.json"
+
+
+def _relative(path: Path, base: Path) -> Path:
+    """The clip's path under dataset/media/: its place under the input folder, else its name."""
+    try:
+        return path.resolve().relative_to(base.resolve())
+    except ValueError:
+        return Path(path.name)
+
+
+def _link(ctx: RunContext, source: Path, target: Path, root: Path) -> str:
+    """Stage ``source`` at ``target`` (a symlink, else a copy), atomically; returns its path relative to root."""
+    ensure_inside(ctx.workspace, target.parent)  # the link itself resolves to the user's file, outside
+    target.parent.mkdir(parents=True, exist_ok=True)
+    real = source.resolve()
+    if target.is_symlink() and target.resolve() == real:
+        return target.relative_to(root).as_posix()
+    if target.exists() and not target.is_symlink() and target.stat().st_size == real.stat().st_size:
+        return target.relative_to(root).as_posix()  # an earlier copy across file systems
+    temp = target.with_name(f".{target.name}.staging")
+    temp.unlink(missing_ok=True)
+    try:
+        os.symlink(real, temp)
+    except OSError:
+        shutil.copy2(real, temp)
+    os.replace(temp, target)
+    return target.relative_to(root).as_posix()
+
+
+def _captions_in(path: Path) -> dict[str, str]:
+    """media path -> caption of a JSON list or JSONL file of rows ({} when it does not exist)."""
+    if not path.exists():
+        return {}
+    rows = read_metadata_rows(path)
+    return {str(r.get("video") or r.get("media_path")): str(r.get("caption") or "") for r in rows}
+
+
+def _audit(facts: dict[str, dict[str, Any]], files: _Files, samples: int, written: int, kept: int,
+           held: list[str], dropped: list[str]) -> str:
+    seconds = {path: float(f.get("duration_s") or 0.0) for path, f in facts.items()}
+    shortest = min(seconds, key=lambda p: seconds[p]) if seconds else None
+    short = f", shortest {seconds[shortest]:.1f} s ({Path(shortest).name})" if shortest else ""
+    return (f"{samples} training sample(s) in {files.metadata.name} (columns caption, video), "
+            f"{sum(seconds.values()):.1f} s of video in all{short}; captions: {written} written, {kept} kept; "
+            f"held out {len(held)}" + (f"; {len(dropped)} scene(s) dropped as too short" if dropped else ""))
+
+
+PHASE = PreparePhase()
