@@ -22,11 +22,11 @@ from typing import Any
 
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
-from ltx_pipeline.errors import BadDataset
+from ltx_pipeline.errors import BadDataset, LtxPipelineError
 from ltx_pipeline.ltx.metadata import read_metadata_rows, resolve_media
 from ltx_pipeline.ltx.preparation import PreparationPlan, choose_holdout, holdout_count
 from ltx_pipeline.probing import media_rows, read_clips
-from ltx_pipeline.steps.captioning import DEFAULT_VLLM_URL, make_captioner
+from ltx_pipeline.steps.captioning import DEFAULT_VLLM_URL, CaptionBook, make_captioner
 from ltx_pipeline.steps.scenes import cut_scenes, detect_scenes
 from ltx_pipeline.workspace import atomic_write, ensure_inside
 
@@ -41,13 +41,14 @@ class PreparePhase:
     heavy = True  # captioning and scene splitting run only after the plan is approved
 
     def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
-        files = _Files(ctx.paths.dataset)
+        preparation = ctx.output("plan")["preparation"]
         return {"run request": {key: getattr(ctx.request, key) for key in _REQUEST_INPUTS},
-                "plan": digest(ctx.output("plan").get("preparation")),
+                "plan": digest(preparation),
                 "input": digest(ctx.output("probe")["dataset"]),
-                # The user's hand edits of the captions re-run this phase, which keeps them and asks again.
-                "captions": file_digest(files.metadata) if files.metadata.exists() else None,
-                "holdout rows": file_digest(files.holdout) if files.holdout.exists() else None}
+                "captioner": _captioner_settings(ctx, preparation["captioner"]) if preparation["needed"] else None,
+                # The user's hand edits of dataset.json / holdout.jsonl re-run this phase, which keeps them and asks
+                # again; what this phase wrote itself is no change.
+                "captions edited": _Files(ctx.paths.dataset).edits()}
 
     def run(self, ctx: RunContext) -> PhaseResult:
         plan = PreparationPlan(**ctx.output("plan")["preparation"])
@@ -57,6 +58,7 @@ class PreparePhase:
         ctx.narrate(f"Preparing the dataset under {ctx.paths.dataset}: {plan.summary()}. Your files are linked "
                     "or copied, never moved or edited.")
         files = _Files(ctx.paths.dataset)
+        edits = files.edits()  # this run's fingerprint part, recorded with what it writes
         probe = ctx.output("probe")
         min_frames = min(int(b.split("x")[2]) for s in ctx.output("plan")["recipe"]["stages"] for b in s["buckets"])
         clips, kept, dropped = self._stage(ctx, plan, probe["dataset"], files, min_frames)
@@ -65,6 +67,7 @@ class PreparePhase:
         held = self._write_rows(ctx, rows, files)
         metadata_text = files.metadata.read_text(encoding="utf-8")
         holdout_text = files.holdout.read_text(encoding="utf-8") if files.holdout.exists() else ""
+        files.remember(edits, ctx.workspace)
         report = read_clips(media_rows(files.metadata), cache=ctx.journal)
         audit = _audit(report.facts, files, len(rows) - len(held), written, len(kept), held, dropped)
         ctx.narrate(audit)
@@ -90,6 +93,7 @@ class PreparePhase:
         user's metadata already had, and the scenes dropped as too short."""
         source = Path(dataset["path"])
         kept: dict[str, str] = {}
+        column = (dataset.get("metadata") or {}).get("caption_column") or "caption"
         if plan.source_kind == "metadata":
             media = [(resolve_media(source.parent, str(row.get("video") or row.get("media_path") or "")), row)
                      for row in read_metadata_rows(source)]
@@ -108,7 +112,7 @@ class PreparePhase:
                 continue
             rel = _link(ctx, path, files.media / _relative(path, base), files.root)
             clips.append(rel)
-            caption = str(row.get("caption") or row.get("text") or "").strip()
+            caption = str(row.get(column) or "").strip()
             if caption:
                 kept[rel] = caption
         if not clips:
@@ -135,21 +139,24 @@ class PreparePhase:
                  files: _Files) -> tuple[dict[str, str], int]:
         """Every clip's caption: the user's own and hand-edited ones kept, the rest captioned once."""
         edited = {**_captions_in(files.metadata), **_captions_in(files.holdout)}
-        progress = _captions_in(files.captions)
-        known = {**progress, **kept, **edited}
+        book = CaptionBook.load(files.captions)
+        known = {rel: book.get(files.root / rel) for rel in clips} | kept | edited
         missing = [rel for rel in clips if not known.get(rel)]
-        seeded = {rel: known[rel] for rel in clips if known.get(rel)}
-        if seeded != {rel: progress.get(rel) for rel in seeded}:  # the captioner skips what its file holds
-            atomic_write(files.captions, json.dumps([{"caption": c, "media_path": r} for r, c in seeded.items()],
-                                                    indent=2, ensure_ascii=False), root=ctx.workspace)
+        # The captioner skips what its file holds: the user's own and hand-edited captions go in first.
+        changed = [rel for rel in clips if known.get(rel) and book.get(files.root / rel) != known[rel]]
+        for rel in changed:
+            book.set(files.root / rel, str(known[rel]), rel)
+        if changed:
+            book.save(ctx.workspace)
         if not missing:
             ctx.narrate(f"Every one of the {len(clips)} clips has a caption: nothing to caption.")
-            return {rel: known[rel] for rel in clips}, 0
+            return {rel: str(known[rel]) for rel in clips}, 0
         request = ctx.request
         captioner = make_captioner(plan.captioner, trigger=request.trigger,
                                    trainer_root=Path(request.trainer_root) if request.trainer_root else None,
                                    vllm_url=request.vllm_url or DEFAULT_VLLM_URL)
-        ctx.narrate(f"Captioning {len(missing)} clip(s) with {plan.captioner} ({len(seeded)} already captioned)...")
+        ctx.narrate(f"Captioning {len(missing)} clip(s) with {plan.captioner} ({len(clips) - len(missing)} already "
+                    "captioned)...")
         on_count = ctx.options.get("on_count")
 
         def progress_cb(done: int, total: int) -> None:
@@ -158,7 +165,7 @@ class PreparePhase:
 
         done = captioner.caption([files.root / rel for rel in clips], files.captions, workspace=ctx.workspace,
                                  on_progress=progress_cb)
-        captions = {rel: seeded.get(rel) or done.get(rel, "") for rel in clips}
+        captions = {rel: known.get(rel) or done.get(rel, "") for rel in clips}
         empty = [rel for rel, caption in captions.items() if not caption.strip()]
         if empty:
             raise BadDataset(f"The captioner gave no caption for {len(empty)} clip(s): {', '.join(empty[:5])}",
@@ -214,6 +221,38 @@ class _Files:
         self.metadata = root / "dataset.json"
         self.holdout = root / "holdout.jsonl"
         self.captions = root / "captions.json"
+        self.record = root / ".prepared.json"  # what this phase last wrote, to tell the user's edits from its own
+
+    def _written(self) -> str | None:
+        if not self.metadata.exists():
+            return None
+        return digest([file_digest(self.metadata), file_digest(self.holdout) if self.holdout.exists() else None])
+
+    def edits(self) -> str | None:
+        """None while dataset.json and holdout.jsonl are as this phase wrote them (or absent), else their digest;
+        after a run that took the user's edits in, the same digest as long as they stay as they are."""
+        now = self._written()
+        try:
+            record = json.loads(self.record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            record = {}
+        if now is None or record.get("written") == now:
+            return record.get("edits")
+        return now
+
+    def remember(self, edits: str | None, workspace: Path) -> None:
+        atomic_write(self.record, json.dumps({"written": self._written(), "edits": edits}), root=workspace)
+
+
+def _captioner_settings(ctx: RunContext, name: str) -> dict[str, Any]:
+    """What identifies the captioner's output (its wording version, the checkout's commit), never a secret."""
+    request = ctx.request
+    try:
+        return make_captioner(name, trigger=request.trigger,
+                              trainer_root=Path(request.trainer_root) if request.trainer_root else None,
+                              vllm_url=request.vllm_url or DEFAULT_VLLM_URL).settings()
+    except LtxPipelineError:
+        return {"captioner": name, "available": False}  # the plan already blocks approval with the fix
 
 
 def _relative(path: Path, base: Path) -> Path:

@@ -16,7 +16,7 @@ from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import BadDataset, BadInput, GateStopped
 from ltx_pipeline.ltx.modes import get_mode
-from ltx_pipeline.ltx.preparation import default_captioner
+from ltx_pipeline.ltx.preparation import default_captioner, needs_captions
 from ltx_pipeline.ltx.tiers import MINIMUM_GB, classify_tier
 from ltx_pipeline.probing import Finding, to_plain
 from ltx_pipeline.probing.dataset import classify_dataset, media_rows, read_clips
@@ -69,7 +69,8 @@ class ProbePhase:
         host = probe_host(ctx.workspace)
         findings = [gpu_probe.to_finding().to_dict(), *(f.to_dict() for f in host.to_findings())]
         findings.append(dataset.to_finding().to_dict())
-        if _needs_captions(dataset):
+        dataset_record = to_plain(dataset)
+        if needs_captions(dataset_record):
             findings.append(_captioner_finding(request))
         media = media_rows(Path(request.dataset)) if get_mode(request.mode).video_media else []
         frames = _read_clips(ctx, media, request.dataset)
@@ -87,7 +88,7 @@ class ProbePhase:
             "tier": {"key": tier.key, "name": tier.name, "base": tier.base, "nominal_gb": nominal,
                      "accepted_risk": tier.below_minimum},
             "host": to_plain(host),
-            "dataset": to_plain(dataset),
+            "dataset": dataset_record,
             "clip_frames": frames,
             "models": models,
             "trainer": trainer,
@@ -125,13 +126,6 @@ def _minimum_gate(ctx: RunContext, gpus_text: str, nominal: int, accept_risk: bo
                           fix="(a) abort (default), or (b) re-run with --accept-risk to try the low-VRAM "
                               "config at your own risk")
     ctx.warn(message + ". Continuing on the low-VRAM config because --accept-risk was given.")
-
-
-def _needs_captions(dataset: Any) -> bool:
-    """A folder, one video, or metadata with empty captions: the prepare phase will caption."""
-    if dataset.kind in ("videos_folder", "video_file"):
-        return True
-    return dataset.kind == "metadata" and bool(dataset.metadata and dataset.metadata.empty_captions)
 
 
 def _captioner_finding(request: Any) -> dict[str, Any]:

@@ -112,7 +112,8 @@ class LtxBackend:
         name = accelerate_config_name(distributed)
         return self.trainer_dir / "configs" / "accelerate" / name if name else None
 
-    def _uv_run(self, *args: str) -> list[str]:
+    def uv_run(self, *args: str) -> list[str]:
+        """`uv run --directory <trainer package>` then ``args``: how every trainer script is started (argv list)."""
         return [self.uv, "run", "--directory", str(self.trainer_dir), *args]
 
     def train_command(self, config_path: Path, *, num_processes: int = 1,
@@ -120,17 +121,17 @@ class LtxBackend:
         check_processes(num_processes, distributed)
         config = str(config_path.resolve())  # `uv run --directory` changes the working directory
         if distributed == "none":
-            argv = self._uv_run("python", "scripts/train.py", config, "--disable-progress-bars")
+            argv = self.uv_run("python", "scripts/train.py", config, "--disable-progress-bars")
         else:
             preset = self.accelerate_config(distributed)
-            argv = self._uv_run("accelerate", *accelerate_args(num_processes, str(preset)), "scripts/train.py", config,
+            argv = self.uv_run("accelerate", *accelerate_args(num_processes, str(preset)), "scripts/train.py", config,
                                 "--disable-progress-bars")
         return LaunchSpec(tuple(argv), self.trainer_dir, dict(LOG_ENV))
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
                            text_encoder_path: str, trigger: str | None = None,
                            extra_flags: Sequence[str] = ()) -> LaunchSpec:
-        argv = self._uv_run("python", "scripts/process_dataset.py",
+        argv = self.uv_run("python", "scripts/process_dataset.py",
                             *preprocess_args(dataset, buckets, output_dir, model_path=model_path,
                                              text_encoder_path=text_encoder_path, trigger=trigger,
                                              extra_flags=extra_flags))
@@ -161,7 +162,7 @@ class LtxBackend:
         unusable = self._environment_finding()
         if unusable is not None:
             return [unusable]
-        argv = self._uv_run("python", "-c", _VALIDATOR, str(config_path.resolve()))
+        argv = self.uv_run("python", "-c", _VALIDATOR, str(config_path.resolve()))
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT_S,  # noqa: S603
                                   cwd=self.trainer_dir, check=False)

@@ -131,7 +131,7 @@ def drive_run(ws: Workspace, store: Store, run: Run, request: RunRequest, approv
         approved: set[str] = set()
         # --approve passes every gate (the plan, then the prepared captions), each once, and says so.
         while report.outcome is Outcome.AWAITING_APPROVAL and approve and report.approval_subject not in approved:
-            subject, _ = approve_plan(store, run, approved_by="run --approve", order=[p.name for p in PHASES])
+            subject, _ = approve_plan(store, run, approved_by="run --approve")
             approved.add(subject)
             out.print(f"{gate_name(report.approval_phase)} {subject[:19]}… approved by --approve.", markup=False)
             report = runner.drive(run, request)

@@ -76,7 +76,7 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
         console.print(f"  warning: {warning}", style="yellow", markup=False, highlight=False)
     approval = run["approval"]
     if approval["subject"]:
-        line = f"  plan {approval['subject'][:19]}…: {approval['state']}"
+        line = f"  {approval.get('gate') or 'plan'} {approval['subject'][:19]}…: {approval['state']}"
         if approval["approved_at"]:
             line += f" at {approval['approved_at']}"
         console.print(line, markup=False, highlight=False)

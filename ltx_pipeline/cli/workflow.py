@@ -138,10 +138,7 @@ def approve(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> int:
     run_row = store.get_run(name)
     if run_row is None:
         raise BadRequest(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
-    from phases import PHASES  # the phase order decides which gate comes first
-
-    order = [p.name for p in PHASES]
-    subject, new = approve_plan(store, run_row, approved_by="approve command", order=order)
+    subject, new = approve_plan(store, run_row, approved_by="approve command")
     phase = next((r.phase for r in store.latest_phase_runs(run_row.id).values() if r.approval_subject == subject),
                  None)
     verb = "Approved" if new else "Already approved:"

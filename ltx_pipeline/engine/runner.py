@@ -18,6 +18,7 @@ from typing import Any
 
 from ltx_pipeline.engine.context import RunContext
 from ltx_pipeline.engine.fingerprint import describe_changes, digest
+from ltx_pipeline.engine.gates import current_gate
 from ltx_pipeline.engine.journal import RunJournal
 from ltx_pipeline.engine.lock import DriverLock
 from ltx_pipeline.engine.machine import RunLifecycle
@@ -223,11 +224,8 @@ def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], rer
     return None
 
 
-def approve_plan(store: Store, run: Run, approved_by: str, order: Sequence[str] = ()) -> tuple[str, bool]:
-    """Approve the run's current gate: the first approval subject (in phase ``order``, else the order the
-    phases ran) that is not approved yet, else the newest (already approved).
-
-    A run has one gate per phase that yields a subject: the plan, then the prepared captions.
+def approve_plan(store: Store, run: Run, approved_by: str) -> tuple[str, bool]:
+    """Approve the run's current gate (``engine.gates``): the plan, then the prepared captions.
 
     Returns:
         (subject, newly_approved) — False when that subject was already approved.
@@ -236,13 +234,11 @@ def approve_plan(store: Store, run: Run, approved_by: str, order: Sequence[str] 
         ApprovalRefused: no plan yet, the plan is out of date, or prerequisites are missing.
     """
     run_id = saved_id(run)
-    rows = sorted(store.latest_phase_runs(run_id).values(),
-                  key=lambda r: (order.index(r.phase) if r.phase in order else len(order), r.id or 0))
-    plans = [(r, r.approval_subject) for r in rows if r.approval_subject]
-    if not plans:
+    row = current_gate(store, run_id)
+    if row is None or row.approval_subject is None:
         raise ApprovalRefused(f"Run {run.name} has no plan to approve yet", where=f"run {run.name}",
                               fix=f"run `ltx-pipeline resume --run {run.name}` to write plan.md first")
-    row, subject = next(((r, s) for r, s in plans if store.approval_for(run_id, s) is None), plans[-1])
+    subject = row.approval_subject
     if row.status != "succeeded":
         raise ApprovalRefused(f"The plan of run {run.name} is out of date ({row.phase} {row.status})",
                               fix=f"run `ltx-pipeline resume --run {run.name}` to rewrite it")

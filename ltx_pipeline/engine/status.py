@@ -12,6 +12,7 @@ import os
 import socket
 from typing import Any
 
+from ltx_pipeline.engine.gates import current_gate
 from ltx_pipeline.engine.live import live_training
 from ltx_pipeline.store import PhaseRun, Run, Store, saved_id
 from ltx_pipeline.workspace import Workspace
@@ -44,7 +45,7 @@ def _run_entry(store: Store, workspace: Workspace, run: Run, log_summary: Any = 
     if state not in ("new", "awaiting_approval", "gate_stopped", "failed", "finished") and driver is None:
         current = latest.get(state)
         state = "detached" if current is not None and current.status == "detached" else "interrupted"
-    subject_row = next((r for r in reversed(list(latest.values())) if r.approval_subject), None)
+    subject_row = current_gate(store, run_id)
     approval = _approval(store, run, subject_row)
     findings: list[Any] = next((r.outputs["findings"] for r in latest.values() if r.outputs.get("findings")), [])
     warnings = [e.message for e in store.events(run_id) if e.level == "warning"]
@@ -91,11 +92,11 @@ def _phase_entry(row: PhaseRun) -> dict[str, Any]:
 
 def _approval(store: Store, run: Run, row: PhaseRun | None) -> dict[str, Any]:
     if row is None or row.status != "succeeded" or row.approval_subject is None:
-        return {"state": "no plan", "subject": None, "approved_at": None, "blockers": []}
+        return {"state": "no plan", "subject": None, "approved_at": None, "blockers": [], "gate": None}
     approval = store.approval_for(saved_id(run), row.approval_subject)
     return {"state": "approved" if approval else "awaiting approval", "subject": row.approval_subject,
             "approved_at": approval.approved_at.isoformat(timespec="seconds") if approval else None,
-            "blockers": row.approval_blockers}
+            "blockers": row.approval_blockers, "gate": "captions" if row.phase == "prepare" else "plan"}
 
 
 def _next_command(workspace: Workspace, run: str, state: str, approval: dict[str, Any]) -> str | None:

@@ -20,7 +20,7 @@ from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.modes import Mode
 
 __all__ = ["HOLDOUT_SEED", "PreparationPlan", "choose_holdout", "default_captioner", "holdout_count",
-           "plan_preparation"]
+           "needs_captions", "plan_preparation"]
 
 HOLDOUT_SEED = 42
 _MIN_FOR_DEFAULT_HOLDOUT = 8
@@ -69,6 +69,13 @@ def default_captioner(requested: str | None, backend: str) -> str:
     return requested or ("qwen_omni" if backend == "ltx" else "offline")
 
 
+def needs_captions(dataset: dict[str, Any]) -> bool:
+    """A folder, one video, or metadata with rows lacking a caption: the prepare phase will caption."""
+    if dataset["kind"] in ("videos_folder", "video_file"):
+        return True
+    return dataset["kind"] == "metadata" and bool((dataset.get("metadata") or {}).get("empty_captions"))
+
+
 def plan_preparation(*, dataset: dict[str, Any], facts: dict[str, dict[str, Any]], mode: Mode, captioner: str,
                      holdout: int | None, holdout_file: str | None, split_over_s: float,
                      min_scene_s: float) -> PreparationPlan:
@@ -79,19 +86,18 @@ def plan_preparation(*, dataset: dict[str, Any], facts: dict[str, dict[str, Any]
     """
     kind = dataset["kind"]
     common = {"source_kind": kind, "captioner": captioner, "split_over_s": split_over_s, "min_scene_s": min_scene_s}
+    if not needs_captions(dataset):
+        reason = ("the metadata has every column the mode needs and a caption in each row" if kind == "metadata"
+                  else f"a {kind.replace('_', ' ')} is trained on as it is")
+        return PreparationPlan(False, reason, **common)
     if kind == "metadata":
         meta = dataset.get("metadata") or {}
         empty = int(meta.get("empty_captions") or 0)
-        if not empty:
-            return PreparationPlan(False, "the metadata has every column the mode needs and a caption in each row",
-                                   **common)
         rows = int(meta.get("rows") or 0)
         _refuse_unpreparable(mode, dataset["path"])
         return PreparationPlan(True, f"{empty} of {rows} rows have no caption", clips=rows, to_caption=empty,
                                captions_kept=rows - empty,
                                holdout=_holdout_words(rows, holdout, holdout_file), **common)
-    if kind not in ("videos_folder", "video_file"):
-        return PreparationPlan(False, f"a {kind.replace('_', ' ')} is trained on as it is", **common)
     _refuse_unpreparable(mode, dataset["path"])
     long_videos = tuple(sorted(path for path, fact in facts.items() if _seconds(fact) > split_over_s))
     clips = len(facts) - len(long_videos)

@@ -100,34 +100,64 @@ def test_folder_of_clips_goes_through_both_gates_to_a_finished_run(workspace, tm
     assert (workspace / "r1" / "dataset" / "media" / "shot00.mp4").is_symlink()
 
 
-@pytest.mark.usefixtures("training_registered")
-def test_edited_captions_are_kept_and_asked_again(workspace, tmp_path, fake_smi, capsys) -> None:
-    folder = clip_folder(tmp_path / "clips", 4)
-    args = reference_args(workspace, folder, fake_smi(H100_SMI), "--steps", "2")
+@pytest.fixture
+def up_to_prepare(monkeypatch):
+    """Only probe, plan and prepare: what these tests look at, without a training."""
     import phases
 
-    full = phases.PHASES
-    only = tuple(p for p in full if p.name in ("probe", "plan", "prepare"))
-    phases.PHASES = only
-    try:
-        assert main([a for a in args if a != "--approve"]) == 3
-        assert approve(workspace) == 0 and resume(workspace) == 3
-        metadata = workspace / "r1" / "dataset" / "dataset.json"
-        rows = json.loads(metadata.read_text())
-        rows[0]["caption"] = "my own words"
-        metadata.write_text(json.dumps(rows, indent=1))
-        edited = metadata.read_bytes()
-        assert approve(workspace) == 0  # approves the captions as they were
-        capsys.readouterr()
-        assert resume(workspace) == 3  # the edit changed the hash: asked again, edit kept
-        assert metadata.read_bytes() == edited
-        assert "captioned" not in capsys.readouterr().out.lower().replace("already captioned", "")
-        assert approve(workspace) == 0 and resume(workspace) == 0
-    finally:
-        phases.PHASES = full
+    monkeypatch.setattr(phases, "PHASES", tuple(p for p in phases.PHASES if p.name in ("probe", "plan", "prepare")))
 
 
-@pytest.mark.usefixtures("training_registered")
+@pytest.mark.usefixtures("training_registered", "up_to_prepare")
+def test_approved_captions_stand_and_hand_edits_are_kept_and_asked_again(workspace, tmp_path, fake_smi,
+                                                                           capsys) -> None:
+    folder = clip_folder(tmp_path / "clips", 4)
+    args = [a for a in reference_args(workspace, folder, fake_smi(H100_SMI), "--steps", "2") if a != "--approve"]
+    assert main(args) == 3
+    assert approve(workspace) == 0 and resume(workspace) == 3
+    assert approve(workspace) == 0
+    capsys.readouterr()
+    assert resume(workspace) == 0
+    assert "prepare unchanged, skipping" in capsys.readouterr().out  # its own files are no change
+    assert main(["status", "--workspace", str(workspace), "--run", "r1"]) == 0
+    assert "captions sha256:" in capsys.readouterr().out
+
+    metadata = workspace / "r1" / "dataset" / "dataset.json"
+    rows = json.loads(metadata.read_text())
+    rows[0]["caption"] = "my own words"
+    metadata.write_text(json.dumps(rows, indent=1))
+    edited = metadata.read_bytes()
+    assert resume(workspace) == 3  # the edit changed the hash: asked again, the edit kept
+    out = capsys.readouterr().out
+    assert "captions edited" in out and "Captioning" not in out and "my own words" in out
+    assert metadata.read_bytes() == edited
+    assert approve(workspace) == 0
+    capsys.readouterr()
+    assert resume(workspace) == 0
+    assert "prepare unchanged, skipping" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("training_registered", "up_to_prepare")
+def test_a_holdout_of_every_sample_is_refused_with_one_line(workspace, tmp_path, fake_smi, capsys) -> None:
+    folder = clip_folder(tmp_path / "clips", 3)
+    before = tree_digest(folder)
+    assert main(reference_args(workspace, folder, fake_smi(H100_SMI), "--holdout", "3")) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(errors) == 1 and "--holdout 3 leaves nothing to train on" in errors[0], errors
+    assert tree_digest(folder) == before and not (workspace / "r1" / "dataset").exists()
+
+
+@pytest.mark.usefixtures("training_registered", "up_to_prepare")
+def test_a_long_video_with_no_scene_as_long_as_the_bucket_fails_with_one_line(workspace, tmp_path, fake_smi,
+                                                                             capsys) -> None:
+    video = scenes_video(tmp_path / "short.mp4", seconds=2.0, cuts=0)  # one 48-frame scene
+    args = reference_args(workspace, video, fake_smi(H100_SMI), "--buckets", "64x32x49", "--split-over", "1")
+    assert main(args) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(errors) == 1 and "shorter than 49 frames" in errors[0] and "--buckets" in errors[0], errors
+
+
+@pytest.mark.usefixtures("training_registered", "up_to_prepare")
 @pytest.mark.parametrize("missing", [(2, 5, 7), (0, 1, 3, 4, 6, 8, 9)], ids=["3-missing", "7-missing"])
 def test_metadata_with_captions_missing_captions_only_those(workspace, tmp_path, fake_smi, missing) -> None:
     clip_folder(tmp_path / "data" / "videos", 10)
@@ -136,18 +166,11 @@ def test_metadata_with_captions_missing_captions_only_those(workspace, tmp_path,
     dataset = tmp_path / "data" / "dataset.json"
     dataset.write_text(json.dumps(rows))
     before = tree_digest(tmp_path / "data")
-    import phases
-
-    full = phases.PHASES
-    phases.PHASES = tuple(p for p in full if p.name in ("probe", "plan", "prepare"))
-    try:
-        args = reference_args(workspace, dataset, fake_smi(H100_SMI), "--steps", "2", "--holdout", "0")
-        assert main([a for a in args if a != "--approve"]) == 3
-        plan = (workspace / "r1" / "plan.md").read_text()
-        assert f"{len(missing)} of 10 rows have no caption" in plan and f"keep {10 - len(missing)} caption(s)" in plan
-        assert approve(workspace) == 0 and resume(workspace) == 3
-    finally:
-        phases.PHASES = full
+    args = reference_args(workspace, dataset, fake_smi(H100_SMI), "--steps", "2", "--holdout", "0")
+    assert main([a for a in args if a != "--approve"]) == 3
+    plan = (workspace / "r1" / "plan.md").read_text()
+    assert f"{len(missing)} of 10 rows have no caption" in plan and f"keep {10 - len(missing)} caption(s)" in plan
+    assert approve(workspace) == 0 and resume(workspace) == 3
     store, run = store_of(workspace)
     prepared = store.latest_phase_runs(run.id)["prepare"].outputs
     assert prepared["captions"] == {"written": len(missing), "kept": 10 - len(missing)}

@@ -40,6 +40,7 @@ from ltx_pipeline.steps.captioning import (  # noqa: E402
 )
 from ltx_pipeline.steps.captioning import offline as offline_module  # noqa: E402
 from ltx_pipeline.steps.captioning._captions_file import strip_trigger  # noqa: E402
+from ltx_pipeline.steps.captioning.offline import OFFLINE_VERSION  # noqa: E402
 from tests.conftest import FAKE_UV, REPO, SHARED, make_tree  # noqa: E402
 
 FAKE_SCRIPT = Path(__file__).resolve().parents[1] / "fixtures" / "fake_checkout" / "scripts" / "caption_videos.py"
@@ -407,7 +408,7 @@ def test_availability_says_what_to_run(checkout: Path, vllm_server: str) -> None
 def test_the_factory_knows_three_captioners(checkout: Path) -> None:
     assert captioning.CAPTIONERS == ("offline", "qwen_omni", "gemini_flash")
     offline = make_captioner("offline", trigger="fxclp", trainer_root=None, vllm_url=DEFAULT_VLLM_URL, uv=None)
-    assert offline.name == "offline" and offline.settings() == {"captioner": "offline", "version": 1,
+    assert offline.name == "offline" and offline.settings() == {"captioner": "offline", "version": OFFLINE_VERSION,
                                                                 "trigger": "fxclp"}
     qwen = make_captioner("qwen_omni", trigger=None, trainer_root=checkout, vllm_url="http://u:p@127.0.0.1:9/v1",
                           uv="uv")

@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ltx_pipeline.errors import BadInput
+from ltx_pipeline.steps.captioning._captions_file import CaptionBook
 from ltx_pipeline.steps.captioning.availability import Availability, captioner_availability
 from ltx_pipeline.steps.captioning.offline import OfflineCaptioner, describe_clip
 from ltx_pipeline.steps.captioning.trainer_script import DEFAULT_VLLM_URL, TRAINER_CAPTIONERS, TrainerScriptCaptioner
 
-__all__ = ["CAPTIONERS", "DEFAULT_VLLM_URL", "Availability", "Captioner", "OfflineCaptioner",
+__all__ = ["CAPTIONERS", "DEFAULT_VLLM_URL", "Availability", "CaptionBook", "Captioner", "OfflineCaptioner",
            "TrainerScriptCaptioner", "captioner_availability", "describe_clip", "make_captioner"]
 
 CAPTIONERS = ("offline", *TRAINER_CAPTIONERS)

@@ -26,7 +26,7 @@ from ltx_pipeline.steps.captioning._captions_file import CaptionBook, strip_trig
 __all__ = ["OFFLINE_VERSION", "OfflineCaptioner", "describe_clip"]
 
 #: Bumped whenever a caption's wording or measures change, so the prepare phase's fingerprint changes with it.
-OFFLINE_VERSION = 1
+OFFLINE_VERSION = 2
 _SAMPLES = 9
 _THUMB = 64
 _SALIENT_DISTANCE = 48.0  # RGB distance from the frame's median colour that makes a pixel stand out
@@ -89,11 +89,11 @@ def describe_clip(path: Path) -> str:
     """
     info = read_media_info(path)
     if info.kind == "audio":
-        return f"A {info.duration_s:.1f}-second audio recording with no picture; {_sound(path, info)}."
+        return f"{_seconds(info.duration_s)} audio recording with no picture; {_sound(path, info)}."
     if info.kind == "image":
         return f"A still image, {info.width}x{info.height}: {_scene(_image_thumb(path))}."
     frames = _sample_frames(path, info)
-    return f"A {info.duration_s:.1f}-second clip, {info.width}x{info.height}: {_scene(frames)}; {_sound(path, info)}."
+    return f"{_seconds(info.duration_s)} clip, {info.width}x{info.height}: {_scene(frames)}; {_sound(path, info)}."
 
 
 def _thumb_size(width: int, height: int) -> tuple[int, int]:
@@ -186,6 +186,13 @@ def _scene(frames: Pixels) -> str:
     if len(frames) == 1:
         return f"{_a(shape)} shape on {_a(background)} background"
     return f"{_a(shape)} shape on {_a(background)} background {_motion(salient)}"
+
+
+def _seconds(duration: float) -> str:
+    """"A 2.0-second", "An 8.0-second", "An 11.0-second": the article as the number is spoken."""
+    text = f"{duration:.1f}"
+    whole = text.split(".")[0]
+    return f"{'An' if whole.startswith('8') or whole in ('11', '18') else 'A'} {text}-second"
 
 
 def _a(word: str) -> str:

@@ -74,6 +74,7 @@ class TrainerScriptCaptioner:
                            fix=f"choose one of {', '.join(TRAINER_CAPTIONERS)}")
         backend = LtxBackend(trainer_root, uv)
         self.name = name
+        self._backend = backend
         self.trainer_dir = backend.trainer_dir
         self.uv = backend.uv
         self.trigger = trigger.strip() if trigger and trigger.strip() else None
@@ -91,8 +92,8 @@ class TrainerScriptCaptioner:
 
     def command(self, target: Path, output: Path, extensions: Sequence[str]) -> list[str]:
         """The argv captioning ``target`` (a clip or a folder) into ``output``; only options the real script has."""
-        argv = [self.uv, "run", "--directory", str(self.trainer_dir), "python", CAPTION_SCRIPT, str(target),
-                "--output", str(output), "--captioner-type", self.name, "--extensions", ",".join(extensions)]
+        argv = self._backend.uv_run("python", CAPTION_SCRIPT, str(target), "--output", str(output),
+                                    "--captioner-type", self.name, "--extensions", ",".join(extensions))
         if self.name == "qwen_omni":
             argv += ["--vllm-url", self.vllm_url]
         return argv
