@@ -47,6 +47,7 @@ class MonitorPhase:
             "text_encoder_path": patch["text_encoder_path"],
             "trainer_commit": (probe.get("trainer") or {}).get("git_commit"),
             "autotune": _autotune(ctx),
+            "prepared": ctx.output("prepare") if (ctx.upstream.get("prepare") or {}).get("prepared") else None,
         }
         outputs_dir = ctx.paths.outputs
         summary = atomic_write(outputs_dir / "run-summary.md", render_summary(facts), root=ctx.workspace)

@@ -36,6 +36,16 @@ def steady_step_time(metrics: Sequence[dict[str, Any]]) -> float | None:
     return statistics.median(clean) if len(clean) >= 2 else None
 
 
+def _prepared_lines(prepared: dict[str, Any] | None) -> list[str]:
+    """Where the trained rows came from when the prepare phase made them (captions, holdout)."""
+    if not prepared:
+        return []
+    held = prepared.get("holdout_ids") or []
+    return [f"- Prepared into `{prepared['metadata_file']}` by {prepared['captioner']} captions "
+            f"({prepared['captions']['written']} written, {prepared['captions']['kept']} kept); held out {len(held)}"
+            + (f" in `{prepared['holdout_file']}`: {', '.join(held)}" if held else "")]
+
+
 def render_summary(facts: dict[str, Any]) -> str:
     """The run-summary markdown from measured facts (see ``phases.monitor`` for the keys)."""
     request, stages = facts["request"], facts["stages"]
@@ -47,6 +57,7 @@ def render_summary(facts: dict[str, Any]) -> str:
              f"- Trigger word: {request.get('trigger') or '(none)'}",
              f"- Dataset: {request.get('dataset')} ({facts['samples']} sample(s); buckets "
              f"{', '.join(s['buckets'] for s in facts['data_stages'])})",
+             *_prepared_lines(facts.get("prepared")),
              f"- Backend: {request.get('backend')}", "", "## Final checkpoints", "",
              "| Stage | Step | Weights |", "|---|---|---|"]
     lines += [f"| {s['stage']} | {s['final_step']} | `{s['final_checkpoint']}` |" for s in stages]

@@ -96,6 +96,8 @@ def test_folder_of_clips_goes_through_both_gates_to_a_finished_run(workspace, tm
     data_check = store.latest_phase_runs(run.id)["data_check"].outputs
     assert data_check["metadata_file"] == str(workspace / "r1" / "dataset" / "dataset.json")
     assert data_check["samples"] == 11
+    summary = (workspace / "r1" / "outputs" / "run-summary.md").read_text()
+    assert "Prepared into" in summary and "12 written, 0 kept); held out 1 in" in summary
     assert tree_digest(folder) == before  # the user's folder, byte for byte
     assert (workspace / "r1" / "dataset" / "media" / "shot00.mp4").is_symlink()
 
