@@ -35,6 +35,7 @@ from ltx_pipeline.ltx.data_check import (
 )
 from ltx_pipeline.ltx.modes import Mode, get_mode
 from ltx_pipeline.ltx.precomputed import inspect_precomputed
+from ltx_pipeline.probing.dataset import METADATA_EXTENSIONS
 from ltx_pipeline.steps.preprocess import model_files, read_identity, stage_identity
 from ltx_pipeline.workspace import atomic_write
 from phases.config_patch import model_paths
@@ -54,7 +55,10 @@ class DataCheckPhase:
                 "stages": [s["buckets"] for s in ctx.output("plan")["recipe"]["stages"]],
                 "probe": digest(ctx.output("probe")["dataset"]),
                 "prepared": digest(ctx.output("prepare")) if "prepare" in ctx.upstream else None,
-                "metadata": file_digest(dataset) if dataset.is_file() else None,
+                # Only a metadata file is hashed: a long video given as --dataset is covered by the probe's
+                # size+mtime listing, and re-reading gigabytes on every resume would be waste.
+                "metadata": file_digest(dataset) if dataset.suffix.lower() in METADATA_EXTENSIONS
+                and dataset.is_file() else None,
                 "model files": _model_files_part(model_files(ctx.workspace, *model_paths(ctx))),
                 "preprocessing": {"trigger": request.trigger}}
 
