@@ -22,13 +22,15 @@ from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, pa
 from ltx_pipeline.ltx.modes import MODES, get_mode
 from ltx_pipeline.workspace import atomic_write, validate_run_name
 
-__all__ = ["BACKENDS", "RunRequest", "build_request", "check_request", "default_run_name", "load_request",
-           "read_request_file", "save_request"]
+__all__ = ["BACKENDS", "EVAL_ONLY_FIELDS", "RunRequest", "build_request", "check_request", "default_run_name",
+           "load_request", "read_request_file", "save_request"]
 
 BACKENDS = ("ltx", "reference", "simulated")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 DEFAULT_SINGLE_BUCKET = "960x544x49"  # the skill's per-mode default proposal
 DEFAULT_MIXED_BUCKETS = "960x544x121;1280x704x81"  # seed 002's mixed example: motion + detail
+#: Request fields only the evaluate phase reads (the plan's fingerprint leaves them out).
+EVAL_ONLY_FIELDS = ("eval_prompts", "skip_eval")
 
 
 class RunRequest(BaseModel):
@@ -69,6 +71,9 @@ class RunRequest(BaseModel):
     holdout_file: str | None = None  # the user's own holdout rows, used as they are
     split_over_s: float = Field(default=30.0, gt=0, le=86_400)  # videos longer than this are split into scenes
     min_scene_s: float = Field(default=1.0, gt=0, le=3_600)  # shorter scenes are not cut apart
+    # Evaluate phase: out-of-distribution prompts (default: 3 generic ones with the trigger word), or none at all.
+    eval_prompts: list[str] = Field(default_factory=list, max_length=20)
+    skip_eval: bool = False
 
     @field_validator("mode")
     @classmethod
@@ -114,6 +119,14 @@ class RunRequest(BaseModel):
         if not value or "\n" in value:
             raise ValueError("trigger must be a non-empty single line")
         return value
+
+    @field_validator("eval_prompts")
+    @classmethod
+    def _clean_prompts(cls, value: list[str]) -> list[str]:
+        cleaned = [" ".join(text.split()) for text in value]
+        if any(not text for text in cleaned):
+            raise ValueError("an evaluation prompt is empty")
+        return cleaned
 
     @model_validator(mode="after")
     def _surface_for_simulated(self) -> RunRequest:
@@ -248,6 +261,7 @@ def _fix_hint(field: str) -> str:
         "holdout": "give how many samples to hold out (0 for none)",
         "split_over_s": "give the length in seconds over which a video is split into scenes",
         "min_scene_s": "give the shortest scene, in seconds",
+        "eval_prompts": "give each evaluation prompt as non-empty text (at most 20)",
     }
     return hints.get(field, "correct the value and try again")
 

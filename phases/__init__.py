@@ -6,6 +6,7 @@ named as the phase is in the database and the CLI output.
 from phases.autotune import PHASE as AUTOTUNE
 from phases.config_patch import PHASE as CONFIG_PATCH
 from phases.data_check import PHASE as DATA_CHECK
+from phases.evaluate import PHASE as EVALUATE
 from phases.monitor import PHASE as MONITOR
 from phases.plan import PHASE as PLAN
 from phases.prepare import PHASE as PREPARE
@@ -13,6 +14,6 @@ from phases.probe import PHASE as PROBE
 from phases.train import PHASE as TRAIN
 from phases.validate import PHASE as VALIDATE
 
-PHASES = (PROBE, PLAN, PREPARE, DATA_CHECK, CONFIG_PATCH, VALIDATE, AUTOTUNE, TRAIN, MONITOR)
+PHASES = (PROBE, PLAN, PREPARE, DATA_CHECK, CONFIG_PATCH, VALIDATE, AUTOTUNE, TRAIN, MONITOR, EVALUATE)
 
 __all__ = ["PHASES"]

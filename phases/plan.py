@@ -21,6 +21,7 @@ from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.preparation import PreparationPlan, default_captioner, plan_preparation
 from ltx_pipeline.ltx.recipe import Recipe, build_recipe
 from ltx_pipeline.ltx.tiers import Tier
+from ltx_pipeline.request import EVAL_ONLY_FIELDS
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE"]
@@ -31,7 +32,9 @@ class PlanPhase:
     heavy = False
 
     def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
-        return {"run request": ctx.request.model_dump(mode="json"), "probe": digest(ctx.output("probe"))}
+        # The evaluation's own choices are read by the evaluate phase alone: changing them re-renders, never re-plans.
+        request = ctx.request.model_dump(mode="json", exclude=set(EVAL_ONLY_FIELDS))
+        return {"run request": request, "probe": digest(ctx.output("probe"))}
 
     def run(self, ctx: RunContext) -> PhaseResult:
         ctx.narrate("Writing plan.md: every setting, where it comes from, and what runs next. Nothing heavy "
@@ -192,7 +195,9 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
     lines += ["## Outputs", "", f"- Config: `{ctx.paths.config_file}`",
               f"- Checkpoints: `{ctx.paths.outputs / 'checkpoints'}`",
               f"- Validation samples: `{ctx.paths.outputs / 'samples'}`",
-              f"- Autotune log: `{ctx.paths.root / 'autotune.log'}`", ""]
+              f"- Autotune log: `{ctx.paths.root / 'autotune.log'}`",
+              f"- Evaluation renders of the final weights (3 training captions, 3 out-of-distribution prompts or "
+              f"yours, up to 5 held-out; `--skip-eval` leaves them out): `{ctx.paths.outputs / 'eval'}`", ""]
     lines += ["## Assumptions", ""] + [f"- {a}" for a in recipe.assumptions] + [""]
     if warnings:
         lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]

@@ -27,6 +27,8 @@ class SimulatedBackend:
 
     name = "simulated"
     heavy_prerequisites: tuple[str, ...] = ()
+    #: Its validation passes cost time and memory but write no sample files (there is no model to render).
+    renders_samples = False
 
     def __init__(self, surface_path: Path) -> None:
         self.surface_path = surface_path.expanduser().resolve()

@@ -143,6 +143,9 @@ class Simulation:
         # An unlisted combination fails at its first training step (the surface's rule), so its step-0
         # validation passes.
         peak = (point.validation_peak_vram_gb or point.peak_vram_gb) if point else 0.0
+        if point is not None and point.validation_peak_vram_gb and point.validation_dims:
+            scale = _latent_tokens(self.cfg.validation.video_dims) / _latent_tokens(point.validation_dims)
+            peak = point.peak_vram_gb + max(point.validation_peak_vram_gb - point.peak_vram_gb, 0) * scale
         if peak > self.surface.capacity_gb:
             return self._oom("validation", peak)
         log(f"🎥 Validation samples for step {step} saved in samples")
@@ -210,6 +213,12 @@ class Simulation:
                   "peak_vram_gb": point.peak_vram_gb if point else None,
                   "validation_peak_vram_gb": (point.validation_peak_vram_gb if point else None)}
         (self.output_dir / "simulated_cost.json").write_text(json.dumps(record))
+
+
+def _latent_tokens(dims: Any) -> int:
+    """LTX-2's latent grid size for (W, H, F): W/32 x H/32 x ((F-1)/8 + 1)."""
+    width, height, frames = (int(d) for d in dims)
+    return max(1, width // 32) * max(1, height // 32) * ((frames - 1) // 8 + 1)
 
 
 def _write_placeholder_weights(path: Path, step: int) -> None:

@@ -5,7 +5,9 @@ time and peak VRAM; any combination not listed runs out of memory at its first t
 VRAM is in the trainer's own unit (nvidia-smi MiB / 1024, printed as GB); capacity is
 ``memory_mib / 1024``. Two optional fields per point extend the format for failure tests:
 ``loss_nan: true`` (the loss is NaN from the first step) and ``crash: "message"`` (the trainer
-crashes at its first step with that RuntimeError). One optional top-level field describes the host:
+crashes at its first step with that RuntimeError), and ``validation_dims: [W, H, F]`` (the dims
+``validation_peak_vram_gb`` holds for; a validation at other dims scales its excess over the
+training peak by the latent token count). One optional top-level field describes the host:
 ``small_shm: true`` (a /dev/shm too small for DataLoader workers: any config with
 ``data.num_dataloader_workers > 0`` dies with PyTorch's bus error, as a container's 64 MB default does).
 """
@@ -50,6 +52,9 @@ class SurfacePoint(BaseModel):
     step_time_s: float = Field(gt=0)
     peak_vram_gb: float = Field(gt=0)
     validation_peak_vram_gb: float | None = Field(default=None, gt=0)
+    # The validation.video_dims the validation peak was measured at: other dims scale its part above the
+    # training peak by the latent token count (so a render at smaller dims needs less).
+    validation_dims: tuple[int, int, int] | None = None
     loss_nan: bool = False
     crash: str | None = None
 

@@ -97,7 +97,8 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
     produced = [paths.plan_file, *([paths.dataset / "dataset.json", paths.dataset / "holdout.jsonl"] if from_folder
                                    else []), paths.config_file, paths.root / "autotune.md", paths.root / "autotune.png",
                 paths.outputs / "checkpoints", paths.outputs / "samples", paths.outputs / "run-summary.md",
-                paths.outputs / "loss.png", paths.outputs / "step_time.png"]
+                paths.outputs / "loss.png", paths.outputs / "step_time.png", paths.outputs / "eval" / "prompts.json",
+                paths.outputs / "eval" / "contact-sheet.png"]
     out.print("\nProduced:", markup=False)
     for path in produced:
         if path.exists():

@@ -42,6 +42,12 @@ def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
         raise BadRequest(f"No run named {run_name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
     journal = RunJournal(store, run.id, "train")
     handle = journal.live("train")
+    if handle is None and (render := journal.live("evaluate")) is not None:
+        journal.stop(render, interrupt_timeout=interrupt_timeout, terminate_timeout=terminate_timeout)
+        journal.event("evaluation render stopped by the user", level="warning")
+        out.print(f"Stopped the evaluation render of run {run.name} (pid {render.pid}). `ltx-pipeline resume "
+                  f"--workspace {ws.root} --run {run.name}` renders what is missing.", markup=False)
+        return EXIT_OK
     if handle is None:
         out.print(f"No trainer of run {run.name} is running; nothing to stop.", markup=False)
         return EXIT_OK

@@ -73,6 +73,11 @@ def run(
     split_over: Annotated[float | None, typer.Option(help="Split videos longer than this many seconds into "
                                                      "scenes (default 30).")] = None,
     min_scene: Annotated[float | None, typer.Option(help="Shortest scene in seconds (default 1).")] = None,
+    eval_prompt: Annotated[list[str] | None, typer.Option(
+        "--eval-prompt", help="An out-of-distribution prompt for the evaluation renders (repeat for more; "
+        "default: 3 generic prompts with the trigger word).")] = None,
+    skip_eval: Annotated[bool | None, typer.Option("--skip-eval", help="Finish without the evaluation "
+                                                   "renders (recorded as skipped).")] = None,
     approve: Annotated[bool, typer.Option("--approve", help="Approve every gate (the plan, then the captions) "
                                           "as soon as it is reached.")] = False,
     detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
@@ -86,6 +91,7 @@ def run(
                                       "split_over_s": split_over, "min_scene_s": min_scene}.items() if v is not None})
     if holdout_file is not None:
         options["holdout_file"] = str(existing_path(holdout_file, "--holdout-file"))
+    options.update(_eval_options(eval_prompt, skip_eval))
     ws, store = open_workspace(workspace)
     run_row, request = prepare_run(ws, store, run_name, with_request_file(request_file, options))
     return drive_run(ws, store, run_row, request, approve, {"detach": detach})
@@ -120,13 +126,20 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
                       restart_training: Annotated[bool, typer.Option(
                "--restart-training", help="Train the unfinished stage again from step 0 into a fresh output "
                "folder; its old output folder (checkpoints, samples) is kept beside it.")] = False,
+           eval_prompt: Annotated[list[str] | None, typer.Option(
+               "--eval-prompt", help="Replace the out-of-distribution evaluation prompts (repeat for more); "
+               "saved in run.yaml.")] = None,
+           skip_eval: Annotated[bool | None, typer.Option("--skip-eval/--no-skip-eval", help="Skip (or bring back) "
+                                                          "the evaluation renders; saved in run.yaml.")] = None,
            ) -> int:
     """Continue a run where it stopped, re-running only what changed (run.yaml is re-read)."""
     ws, store = open_workspace(workspace)
     name = run_name or latest_run_name(store)
     if store.get_run(name) is None:
         raise BadRequest(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
-    run_row, request = prepare_run(ws, store, name, {"accept_risk": True} if accept_risk else {})
+    updates: dict[str, object] = {"accept_risk": True} if accept_risk else {}
+    updates.update(_eval_options(eval_prompt, skip_eval))
+    run_row, request = prepare_run(ws, store, name, updates)
     return drive_run(ws, store, run_row, request, approve, {"detach": detach, "apply_fix": apply_fix,
                                                             "restart_training": restart_training})
 
@@ -158,3 +171,13 @@ def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
         raise BadRequest(f"No run named {run_name!r} in {ws.root}", where="--run", fix="omit --run to list all")
     print_json(out, report) if as_json else render_status(out, report)
     return EXIT_OK
+
+
+def _eval_options(prompts: list[str] | None, skip: bool | None) -> dict[str, object]:
+    """The evaluation's request fields given on the command line (absent ones keep run.yaml's)."""
+    options: dict[str, object] = {}
+    if prompts:
+        options["eval_prompts"] = list(prompts)
+    if skip is not None:
+        options["skip_eval"] = skip
+    return options

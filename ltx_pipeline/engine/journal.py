@@ -23,7 +23,7 @@ __all__ = ["ConfigChangedSinceValidation", "Launchable", "ProcessHandle", "RunJo
            "config_sha256"]
 
 # Kinds of launch that run a trainer on a config: each must carry the config as it was validated.
-TRAINER_KINDS = ("train", "trial")
+TRAINER_KINDS = ("train", "trial", "evaluate")
 
 
 def config_sha256(path: Path) -> str:
@@ -113,7 +113,7 @@ class RunJournal:
         """Start ``spec`` detached under the supervisor and record it before returning.
 
         Raises:
-            ValueError: a trainer launch (``train``, ``trial``) without a validated config.
+            ValueError: a trainer launch (``train``, ``trial``, ``evaluate``) without a validated config.
             ConfigChangedSinceValidation: the validated config's file no longer has its digest.
         """
         if kind in TRAINER_KINDS:

@@ -19,7 +19,8 @@ import yaml
 
 from ltx_pipeline.workspace import atomic_write
 
-__all__ = ["CONFIG_ROWS", "plot_loss", "plot_step_time", "render_summary", "steady_step_time"]
+__all__ = ["CONFIG_ROWS", "eval_section", "plot_loss", "plot_step_time", "render_summary", "steady_step_time",
+           "with_section"]
 
 CONFIG_ROWS = ("model.training_mode", "lora.rank", "lora.alpha", "optimization.steps", "optimization.learning_rate",
                "optimization.batch_size", "optimization.gradient_accumulation_steps", "optimization.optimizer_type",
@@ -93,6 +94,40 @@ def render_summary(facts: dict[str, Any]) -> str:
               "- Plots: `loss.png` (loss per step, smoothed; validation and checkpoint steps marked) and "
               "`step_time.png` beside this file.", ""]
     return "\n".join(lines)
+
+
+def eval_section(outputs: dict[str, Any], *, base: Path) -> str:
+    """The "Evaluation renders" section: each file and its prompt, and what was not rendered. No verdict."""
+    lines = ["The final weights (`" + Path(outputs["weights"]).name + "`) rendered by the trainer's own validation "
+             "at step 0; `eval/prompts.json` lists each file's prompt, conditions and source.", "",
+             "| File | Category | Prompt | Source |", "|---|---|---|---|"]
+    for render in outputs["renders"]:
+        prompt = render["prompt"].replace("|", "\\|")
+        where = f"`{Path(render['file']).relative_to(base).as_posix()}`" if render["file"] else "(no file written)"
+        lines.append(f"| {where} | {render['category']} | {prompt} | "
+                     f"{render['source'] if render['category'] != 'in_distribution' else 'training caption'} |")
+    lines.append("")
+    for category, note in (outputs.get("notes") or {}).items():
+        lines.append(f"- No {category.replace('_', '-')} renders: {note}.")
+    if outputs.get("retried_dims"):
+        dims = "x".join(str(d) for d in outputs["retried_dims"])
+        lines.append(f"- The planned validation dims ran out of GPU memory; renders marked {dims} in prompts.json "
+                     "were made at those smaller dims.")
+    if outputs.get("contact_sheet"):
+        lines.append("- Contact sheet (first, middle and last frame of each render): `eval/contact-sheet.png`.")
+    lines.append(f"- Eval config: `{outputs['eval_config']}`.")
+    return "\n".join(lines) + "\n"
+
+
+def with_section(text: str, heading: str, body: str) -> str:
+    """``text`` with the section under ``heading`` replaced by ``body`` (appended when absent)."""
+    kept, skipping = [], False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            skipping = line.strip() == heading
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept).rstrip("\n") + f"\n\n{heading}\n\n{body}"
 
 
 def _config_rows(config: Path) -> list[tuple[str, Any]]:

@@ -49,7 +49,8 @@ def drive_until_validate(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> in
     import phases
 
     full = phases.PHASES
-    monkeypatch.setattr(phases, "PHASES", tuple(p for p in full if p.name not in ("train", "monitor", "autotune")))
+    monkeypatch.setattr(phases, "PHASES", tuple(p for p in full if p.name not in ("train", "monitor", "autotune",
+                                                                                 "evaluate")))
     try:
         return main(args)
     finally:

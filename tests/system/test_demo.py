@@ -13,7 +13,8 @@ import pytest
 from ltx_pipeline.ltx.media import read_media_info
 
 ENGINE = [sys.executable, "-c", "from ltx_pipeline.cli import main; main()"]
-PHASES = ["probe", "plan", "prepare", "data_check", "config_patch", "validate", "autotune", "train", "monitor"]
+PHASES = ["probe", "plan", "prepare", "data_check", "config_patch", "validate", "autotune", "train", "monitor",
+          "evaluate"]
 
 
 @pytest.mark.slow
@@ -49,6 +50,7 @@ def test_demo_runs_every_phase_with_an_oom_trial_a_winner_checkpoints_and_a_summ
     first, last = sum(losses[:tenth]) / tenth, sum(losses[-tenth:]) / tenth
     assert last <= 0.8 * first, (first, last, losses)
     for name in ("plan.md", "config.yaml", "autotune.md", "autotune.png", "outputs/run-summary.md",
-                 "outputs/loss.png", "outputs/step_time.png", "outputs/samples/contact-sheet.png"):
+                 "outputs/loss.png", "outputs/step_time.png", "outputs/samples/contact-sheet.png",
+                 "outputs/eval/prompts.json", "outputs/eval/contact-sheet.png"):
         assert (root / name).is_file(), name
     assert run["training"]["state"] == "finished" and run["training"]["step"] == 60

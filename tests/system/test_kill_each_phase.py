@@ -22,7 +22,7 @@ import pytest
 from tests.phases.train_helpers import SURFACE, clips
 
 ENGINE = [sys.executable, "-c", "from ltx_pipeline.cli import main; main()"]
-PHASES = ["probe", "plan", "data_check", "config_patch", "validate", "autotune", "train", "monitor"]
+PHASES = ["probe", "plan", "data_check", "config_patch", "validate", "autotune", "train", "monitor", "evaluate"]
 HOLD = '''
 import os, pathlib, time
 from ltx_pipeline.store import store as _store

@@ -68,7 +68,8 @@ GPU = "NVIDIA H100 80GB HBM3,81559,1"
 STEPS = 60
 INTERVAL = 10
 FIRST_KILL_STEP = 12  # past the first checkpoint pair, so a killed trainer resumes from one
-PHASES = ["probe", "plan", "prepare", "data_check", "config_patch", "validate", "autotune", "train", "monitor"]
+PHASES = ["probe", "plan", "prepare", "data_check", "config_patch", "validate", "autotune", "train", "monitor",
+          "evaluate"]
 STEP_LINE = re.compile(rb"Step (\d+)/(\d+)")
 EXPECTED = {"state": "finished", "phases": [(p, "succeeded") for p in PHASES], "training": "finished",
             "last_step": STEPS, "steps_recorded": list(range(1, STEPS + 1)), "final_weights": True,
