@@ -13,7 +13,9 @@ from ltx_pipeline.cli.bench import bench_app
 
 __all__ = ["app"]
 
-app = typer.Typer(name="ltx-pipeline", add_completion=False, pretty_exceptions_enable=False,
+# rich_markup_mode=None: plain help text. Typer's Rich help formatter imports rich.markdown and
+# markdown-it, a quarter of `--help`'s time (#16).
+app = typer.Typer(name="ltx-pipeline", add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
                   no_args_is_help=True, help="Plan, tune, train and monitor LTX-2 LoRAs with ltx-trainer.")
 
 app.command("run")(workflow.run)

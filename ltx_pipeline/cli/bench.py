@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from ltx_pipeline.cli.console import err, out
 from ltx_pipeline.errors import EXIT_FAILED, EXIT_OK, BadInput, RunFailed
 
 __all__ = ["bench_app", "bench_autotune"]
 
-bench_app = typer.Typer(name="bench", add_completion=False, no_args_is_help=True,
+bench_app = typer.Typer(name="bench", add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                         help="Benchmarks that report figures (they assert nothing).")
 
 
@@ -196,6 +195,8 @@ def autotune_cmd(
     if as_json:
         out.print_json(json.dumps(figures, default=str))
         return code
+    from rich.table import Table
+
     table = Table(title=f"autotune on {Path(figures['surface']).name} ({figures['gpu']})")
     for column in ("", "chosen", "s / optimizer step", "trials", "OOM", "GPU seconds"):
         table.add_column(column)

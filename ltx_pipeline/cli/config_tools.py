@@ -12,17 +12,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
 
-from ltx_pipeline.backends.base import DISTRIBUTED_MODES
-from ltx_pipeline.backends.ltx import LtxBackend
 from ltx_pipeline.cli.console import out
 from ltx_pipeline.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
-from ltx_pipeline.ltx.launch_checks import launch_checks
-from ltx_pipeline.ltx.trainer_config import format_findings, load_trainer_config_file
+
+if TYPE_CHECKING:
+    from ltx_pipeline.backends.ltx import LtxBackend
+
+# The backend and the trainer-config models are imported when a command runs, not when the CLI starts.
 
 __all__ = ["command", "validate"]
 
@@ -31,6 +31,8 @@ TrainerRootOpt = Annotated[Path | None, typer.Option("--trainer-root", help="LTX
 
 
 def _backend(trainer_root: Path | None) -> LtxBackend:
+    from ltx_pipeline.backends.ltx import LtxBackend
+
     root = trainer_root or (Path(os.environ["LTX2_ROOT"]) if os.environ.get("LTX2_ROOT") else None)
     return LtxBackend(root)
 
@@ -42,6 +44,9 @@ def validate(config: Annotated[Path, typer.Argument(help="A trainer config YAML.
              trainer_root: TrainerRootOpt = None,
              as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
     """Check a trainer config: exit 0 when it may launch, 2 with every finding and its fix when not."""
+    from ltx_pipeline.ltx.launch_checks import launch_checks
+    from ltx_pipeline.ltx.trainer_config import format_findings, load_trainer_config_file
+
     data = load_trainer_config_file(config)
     backend = _backend(trainer_root)
     findings = backend.validate(config, relaxed_paths=relaxed_paths)
@@ -74,6 +79,11 @@ def command(config: Annotated[Path, typer.Argument(help="A trainer config YAML."
             trainer_root: TrainerRootOpt = None,
             as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
     """Print the launch command for a trainer config (argv and a copy-pasteable line); never run it."""
+    import yaml
+
+    from ltx_pipeline.backends.base import DISTRIBUTED_MODES
+    from ltx_pipeline.ltx.trainer_config import load_trainer_config_file
+
     if distributed not in DISTRIBUTED_MODES:
         raise BadInput(f"Unknown distributed mode {distributed!r}", where="--distributed",
                        fix="choose " + ", ".join(DISTRIBUTED_MODES))

@@ -11,8 +11,8 @@ import json
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+
+from ltx_pipeline.cli.text_table import table_lines
 
 __all__ = ["print_event", "print_json", "render_status"]
 
@@ -26,13 +26,15 @@ def print_event(console: Console, message: str, level: str, phase: str | None) -
     console.print(f"{tag}{prefix}{message}", style=_STYLE.get(level, ""), markup=False, highlight=False)
 
 
-def _t(value: Any) -> Text:
-    """A table cell or title as plain text: never parsed as markup, never highlighted."""
-    return Text("" if value is None else str(value))
+def _print_table(console: Console, title: str | None, columns: tuple[str, ...], rows: list[list[Any]]) -> None:
+    """A box-drawn table of plain text (never parsed as markup, never highlighted), folded to the console."""
+    # Plain text with nothing for Rich to parse, style or wrap: written to the console's file as it is.
+    console.file.write("\n".join(table_lines(title, columns, rows, console.width)) + "\n")
 
 
 def print_json(console: Console, data: dict[str, Any]) -> None:
-    console.print_json(json.dumps(data, default=str))
+    """Indented JSON, written as it is (Rich's JSON highlighter cost more than the whole report)."""
+    console.file.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
 def render_status(console: Console, report: dict[str, Any]) -> None:
@@ -41,37 +43,28 @@ def render_status(console: Console, report: dict[str, Any]) -> None:
     if not runs:
         console.print(f"No runs in workspace {report['workspace']}.", markup=False)
         return
-    overview = Table(title=_t(f"Runs in {report['workspace']}"), title_justify="left")
-    for column in ("run", "state", "approval", "updated (UTC)"):
-        overview.add_column(column)
-    for run in runs:
-        overview.add_row(_t(run["name"]), _t(run["state"]), _t(run["approval"]["state"]), _t(run["updated_at"]))
-    console.print(overview)
+    _print_table(console, f"Runs in {report['workspace']}", ("run", "state", "approval", "updated (UTC)"),
+                 [[run["name"], run["state"], run["approval"]["state"], run["updated_at"]] for run in runs])
     for run in runs:
         _render_run(console, run)
 
 
 def _render_run(console: Console, run: dict[str, Any]) -> None:
-    table = Table(title=_t(f"{run['name']} — {run['state']}"), title_justify="left")
-    for column in ("phase", "status", "try", "seconds", "summary / error"):
-        table.add_column(column, overflow="fold")
+    rows = []
     for phase in run["phases"]:
         text = phase["summary"] or phase["error"] or ""
         if phase["status"] != "succeeded" and phase["error"]:
             text = phase["error"]
         seconds = "" if phase["seconds"] is None else f"{phase['seconds']:.1f}"
-        table.add_row(_t(phase["phase"]), _t(phase["status"]), _t(phase["attempt"]), _t(seconds), _t(text))
-    console.print(table)
+        rows.append([phase["phase"], phase["status"], phase["attempt"], seconds, text])
+    _print_table(console, f"{run['name']} — {run['state']}", ("phase", "status", "try", "seconds", "summary / error"),
+                 rows)
     for phase in run["phases"]:
         if phase["reason"] and phase["reason"] != "first run":
             console.print(f"  {phase['phase']} ran because: {phase['reason']}", markup=False, highlight=False)
     if run["findings"]:
-        findings = Table(title="Probe findings", title_justify="left")
-        for column in ("item", "status", "detail", "next step"):
-            findings.add_column(column, overflow="fold")
-        for f in run["findings"]:
-            findings.add_row(_t(f["item"]), _t(f["status"]), _t(f["detail"]), _t(f.get("next_step")))
-        console.print(findings)
+        _print_table(console, "Probe findings", ("item", "status", "detail", "next step"),
+                     [[f["item"], f["status"], f["detail"], f.get("next_step")] for f in run["findings"]])
     for warning in run["warnings"]:
         console.print(f"  warning: {warning}", style="yellow", markup=False, highlight=False)
     approval = run["approval"]
@@ -95,24 +88,22 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
 
 def _render_autotune(console: Console, sweep: dict[str, Any]) -> None:
     """The sweep's figures as a table, then each reason on a line of its own, whole (never folded in a cell)."""
-    table = Table(title=_t(f"Autotune ({sweep['study']})"), title_justify="left")
-    for column in ("#", "knobs", "outcome", "s/step", "peak GB", "val. peak GB", "seconds"):
-        table.add_column(column, overflow="fold")
+    rows: list[list[Any]] = []
     reasons: list[str] = []
     for t in sweep["trials"]:
         knobs = _knobs(t["knobs"])
-        table.add_row(_t(t["number"]), _t(knobs), _t(t["outcome"]), _t(_num(t["step_time_s"], "not measured")),
-                      _t(_memory(t.get("peak_vram_gb"), t.get("peak_source"))),
-                      _t(_memory(t.get("validation_peak_vram_gb"), t.get("validation_peak_source"))),
-                      _t(_num(t["seconds"])))
+        rows.append([t["number"], knobs, t["outcome"], _num(t["step_time_s"], "not measured"),
+                     _memory(t.get("peak_vram_gb"), t.get("peak_source")),
+                     _memory(t.get("validation_peak_vram_gb"), t.get("validation_peak_source")), _num(t["seconds"])])
         if t.get("reason"):
             reasons.append(f"  trial {t['number']} ({t['outcome']}): {t['reason']}")
     for p in sweep["pruned"]:
         knobs = _knobs(p.get("knobs"))
-        table.add_row(_t("-"), _t(knobs), _t("pruned"), _t(""), _t(""), _t(""), _t(""))
+        rows.append(["-", knobs, "pruned", "", "", "", ""])
         if p.get("reason"):
             reasons.append(f"  pruned {knobs}: {p['reason']}")
-    console.print(table)
+    _print_table(console, f"Autotune ({sweep['study']})",
+                 ("#", "knobs", "outcome", "s/step", "peak GB", "val. peak GB", "seconds"), rows)
     for line in reasons:
         console.print(line, markup=False, highlight=False)
     if sweep.get("winner"):

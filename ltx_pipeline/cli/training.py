@@ -10,18 +10,18 @@ timeouts; a follower that sees the end reads the mark and records a stop, not a 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from ltx_pipeline.cli.console import out
-from ltx_pipeline.engine.journal import RunJournal
 from ltx_pipeline.errors import EXIT_OK, BadRequest
-from ltx_pipeline.steps.follow import Snapshot, request_stop
-from ltx_pipeline.store import Store
-from ltx_pipeline.workspace import Workspace
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
+
+    from ltx_pipeline.steps.follow import Snapshot
 
 __all__ = ["TrainingProgressBar", "render_live", "stop"]
 
@@ -32,6 +32,11 @@ def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
          interrupt_timeout: Annotated[float, typer.Option(help="Seconds to wait after SIGINT.")] = 30.0,
          terminate_timeout: Annotated[float, typer.Option(help="Seconds to wait after SIGTERM.")] = 15.0) -> int:
     """Stop the run's training: SIGINT to its process group, then SIGTERM, then SIGKILL."""
+    from ltx_pipeline.engine.journal import RunJournal
+    from ltx_pipeline.steps.follow import request_stop
+    from ltx_pipeline.store import Store
+    from ltx_pipeline.workspace import Workspace
+
     ws = Workspace.at(workspace)
     if not ws.db_file.exists():
         raise BadRequest(f"No workspace database in {ws.root}", where="--workspace", fix="pass the run's workspace")
@@ -73,6 +78,8 @@ class TrainingProgressBar:
     """A rich progress bar fed by the train phase's follower snapshots; ``close()`` when done."""
 
     def __init__(self, console: Console | None = None) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
         # markup=False: a description or info never loses bracketed words to Rich markup.
         self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(bar_width=40),
                                  MofNCompleteColumn(), TextColumn("{task.fields[info]}", markup=False),

@@ -8,12 +8,16 @@ earlier phase that re-runs gets a newer row, so "earliest unapproved" is always 
 
 from __future__ import annotations
 
-from ltx_pipeline.store import PhaseRun, Store
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the reader and the full store answer the same queries
+    from ltx_pipeline.store import PhaseRun, Store
+    from ltx_pipeline.store.reader import Record, StoreReader
 
 __all__ = ["current_gate"]
 
 
-def current_gate(store: Store, run_id: int) -> PhaseRun | None:
+def current_gate(store: Store | StoreReader, run_id: int) -> PhaseRun | Record | None:
     """The latest attempt of the gate the run is at, or None before any phase yielded a subject."""
     gates = sorted((r for r in store.latest_phase_runs(run_id).values() if r.approval_subject),
                    key=lambda r: r.id or 0)

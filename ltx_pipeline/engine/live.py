@@ -27,10 +27,14 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.engine.processes import exit_record, is_alive
-from ltx_pipeline.store import PhaseRun, Process, Run, Store, saved_id
+from ltx_pipeline.store.rows import saved_id
+
+if TYPE_CHECKING:  # the reader and the full store answer the same queries
+    from ltx_pipeline.store import PhaseRun, Process, Run, Store
+    from ltx_pipeline.store.reader import Record, StoreReader
 
 __all__ = ["gpu_now", "live_training"]
 
@@ -39,7 +43,7 @@ _STALL_ENV = "LTX_PIPELINE_STALL_SECONDS"
 _SAMPLES = (".mp4", ".png", ".wav", ".gif")
 
 
-def live_training(store: Store, run: Run, *, log_summary: LogSummary | None = None,
+def live_training(store: Store | StoreReader, run: Run | Record, *, log_summary: LogSummary | None = None,
                   query_gpus: bool = True) -> dict[str, Any] | None:
     """The live-training dict for ``run``, or None when it never launched a trainer."""
     run_id = saved_id(run)
@@ -92,14 +96,14 @@ def live_training(store: Store, run: Run, *, log_summary: LogSummary | None = No
     return report
 
 
-def _stage_finished(train: PhaseRun | None, stage: int | None) -> bool:
+def _stage_finished(train: PhaseRun | Record | None, stage: int | None) -> bool:
     """Whether the train phase's latest run succeeded with a final checkpoint for this stage."""
     if train is None or train.status != "succeeded":
         return False
     return any(s.get("stage") == stage and s.get("final_checkpoint") for s in train.outputs.get("stages") or [])
 
 
-def _liveness(process: Process) -> tuple[str, int | None]:
+def _liveness(process: Process | Record) -> tuple[str, int | None]:
     """running / finished / failed / stopped / crashed, decided from the OS and the supervisor's exit record."""
     if process.status == "stopped" or (process.stopped_by_user and process.exit_code != 0):
         # A stop asked for while the trainer was ending by itself (exit 0) is no stop.
@@ -132,7 +136,7 @@ def gpu_now(executable: str | None = None, timeout_s: float = 3.0) -> list[dict[
     return gpus
 
 
-def _duration(process: Process, summary: dict[str, Any]) -> tuple[float | None, str | None]:
+def _duration(process: Process | Record, summary: dict[str, Any]) -> tuple[float | None, str | None]:
     """How long an ended training took, and where that figure comes from."""
     seconds = summary.get("total_time_s")
     if seconds is None and summary.get("total_time_minutes") is not None:
@@ -181,7 +185,8 @@ def _stall_seconds() -> float:
         return 900.0
 
 
-def _latest_checkpoint(store: Store, run: Run, stage: int, output_dir: Path | None) -> str | None:
+def _latest_checkpoint(store: Store | StoreReader, run: Run | Record, stage: int,
+                       output_dir: Path | None) -> str | None:
     found: list[tuple[int, str]] = [(c.step, c.weights_path) for c in store.checkpoints(saved_id(run), stage)]
     if output_dir is not None and (output_dir / "checkpoints").is_dir():
         for path in (output_dir / "checkpoints").glob("*_weights_step_*.safetensors"):

@@ -10,17 +10,21 @@ from __future__ import annotations
 import json
 import os
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.engine.gates import current_gate
 from ltx_pipeline.engine.live import live_training
-from ltx_pipeline.store import PhaseRun, Run, Store, saved_id
+from ltx_pipeline.store.rows import saved_id
 from ltx_pipeline.workspace import Workspace
+
+if TYPE_CHECKING:  # the reader and the full store answer the same queries
+    from ltx_pipeline.store import PhaseRun, Run, Store
+    from ltx_pipeline.store.reader import Record, StoreReader
 
 __all__ = ["driver_alive", "status_report"]
 
 
-def status_report(store: Store | None, workspace: Workspace, run_name: str | None = None, *,
+def status_report(store: Store | StoreReader | None, workspace: Workspace, run_name: str | None = None, *,
                   log_summary: Any = None) -> dict[str, Any]:
     """All runs of the workspace (or one), ready for a table or ``--json``.
 
@@ -29,14 +33,15 @@ def status_report(store: Store | None, workspace: Workspace, run_name: str | Non
     """
     entries: list[dict[str, Any]] = []
     if store is not None:
-        runs = store.list_runs()
+        runs: list[Run | Record] = list(store.list_runs())
         if run_name is not None:
             runs = [r for r in runs if r.name == run_name]
         entries = [_run_entry(store, workspace, r, log_summary) for r in runs]
     return {"workspace": str(workspace.root), "runs": entries}
 
 
-def _run_entry(store: Store, workspace: Workspace, run: Run, log_summary: Any = None) -> dict[str, Any]:
+def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Record,
+               log_summary: Any = None) -> dict[str, Any]:
     paths = workspace.run(run.name)
     driver = driver_alive(paths.lock_file)
     run_id = saved_id(run)
@@ -66,7 +71,7 @@ def _run_entry(store: Store, workspace: Workspace, run: Run, log_summary: Any = 
     }
 
 
-def _autotune(row: PhaseRun | None) -> dict[str, Any] | None:
+def _autotune(row: PhaseRun | Record | None) -> dict[str, Any] | None:
     """The sweep's trials and pruned configs, as the autotune phase stored them.
 
     A memory figure the trial did not measure is None (shown as "not measured"); its source, when
@@ -81,7 +86,7 @@ def _autotune(row: PhaseRun | None) -> dict[str, Any] | None:
             "pruned": row.outputs.get("pruned", [])}
 
 
-def _phase_entry(row: PhaseRun) -> dict[str, Any]:
+def _phase_entry(row: PhaseRun | Record) -> dict[str, Any]:
     duration = (row.finished_at - row.started_at).total_seconds() if row.finished_at else None
     return {"phase": row.phase, "status": row.status, "attempt": row.attempt, "reason": row.reason,
             "started_at": row.started_at.isoformat(timespec="seconds"),
@@ -90,7 +95,7 @@ def _phase_entry(row: PhaseRun) -> dict[str, Any]:
             "summary": row.summary, "error": row.error}
 
 
-def _approval(store: Store, run: Run, row: PhaseRun | None) -> dict[str, Any]:
+def _approval(store: Store | StoreReader, run: Run | Record, row: PhaseRun | Record | None) -> dict[str, Any]:
     if row is None or row.status != "succeeded" or row.approval_subject is None:
         return {"state": "no plan", "subject": None, "approved_at": None, "blockers": [], "gate": None}
     approval = store.approval_for(saved_id(run), row.approval_subject)

@@ -20,10 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ltx_pipeline.errors import ResumeRefused
-from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.trainer_log import Failure, classify_failure, read_tail
 from ltx_pipeline.workspace import atomic_write
@@ -155,6 +152,8 @@ def refuse_incompatible_checkpoints(config_path: Path, checkpoints_dir: Path, fi
     pair = latest_pair(checkpoints_dir)
     if pair is None or pair.step >= final_step:
         return
+    import yaml  # imported here: status reads checkpoint pairs through this module and never parses a config
+
     check_compatible(pair, yaml.safe_load(config_path.read_text(encoding="utf-8")) or {})
 
 
@@ -188,6 +187,10 @@ def patch_resume(config_path: Path, pair: CheckpointPair, *, workspace: Path) ->
     Returns:
         The patch records (dotted path, old, new, reason).
     """
+    import yaml
+
+    from ltx_pipeline.ltx.config_patch import Patch, apply_patches  # the patcher loads ruamel: only when patching
+
     text = config_path.read_text(encoding="utf-8")
     reason = f"resume from step {pair.step}"
     patches = [Patch("model.load_checkpoint", str(pair.weights), reason)]

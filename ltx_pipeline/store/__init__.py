@@ -1,16 +1,38 @@
-"""The engine's SQLite store: tables (``models``), the ``Store`` API and Alembic migrations."""
+"""The engine's SQLite store: tables (``models``), the ``Store`` API, Alembic migrations, and the
+light read path ``status`` uses (``reader``).
 
-from ltx_pipeline.store.models import (
-    Approval,
-    Checkpoint,
-    Event,
-    MediaFacts,
-    Metric,
-    PhaseRun,
-    Process,
-    Run,
-    saved_id,
-)
-from ltx_pipeline.store.store import Store
+The names below load on first use (PEP 562): ``ltx_pipeline.store.reader`` and
+``ltx_pipeline.store.revision`` import only the standard library, so ``status`` never pays for
+SQLAlchemy and SQLModel.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ltx_pipeline.store.models import (
+        Approval,
+        Checkpoint,
+        Event,
+        MediaFacts,
+        Metric,
+        PhaseRun,
+        Process,
+        Run,
+    )
+    from ltx_pipeline.store.rows import saved_id
+    from ltx_pipeline.store.store import Store
 
 __all__ = ["Approval", "Checkpoint", "Event", "MediaFacts", "Metric", "PhaseRun", "Process", "Run", "Store", "saved_id"]
+
+_HOMES = {**{name: "ltx_pipeline.store.models" for name in __all__},
+          "Store": "ltx_pipeline.store.store", "saved_id": "ltx_pipeline.store.rows"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'ltx_pipeline.store' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

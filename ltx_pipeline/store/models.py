@@ -8,10 +8,12 @@ and fingerprint parts; timestamps are UTC.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
+
+from ltx_pipeline.store.rows import saved_id
 
 __all__ = ["Approval", "Checkpoint", "Event", "MediaFacts", "Metric", "PhaseRun", "Process", "Run", "saved_id",
            "utcnow"]
@@ -19,24 +21,6 @@ __all__ = ["Approval", "Checkpoint", "Event", "MediaFacts", "Metric", "PhaseRun"
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
-
-
-class _Row(Protocol):
-    """Any table row: its primary key is None until the row is flushed to the database."""
-
-    @property
-    def id(self) -> int | None: ...
-
-
-def saved_id(row: _Row) -> int:
-    """The primary key of a row the store has saved.
-
-    Raises:
-        ValueError: the row was never saved (its ``id`` is still None).
-    """
-    if row.id is None:
-        raise ValueError(f"{type(row).__name__} row has no id: it was never saved to the store")
-    return row.id
 
 
 class Run(SQLModel, table=True):
