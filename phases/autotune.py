@@ -22,13 +22,28 @@ from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.engine.journal import ValidatedConfig
 from ltx_pipeline.errors import RunFailed
-from ltx_pipeline.ltx.autotune import MEMORY_FAILURES, SweepPlanner, deltas, format_knobs, search_space
+from ltx_pipeline.ltx.autotune import (
+    MEMORY_FAILURES,
+    SweepPlanner,
+    deltas,
+    format_knobs,
+    search_space,
+    validation_key,
+)
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.ltx.launch_checks import launch_checks
 from ltx_pipeline.ltx.modes import get_mode
-from ltx_pipeline.steps.autotune import run_trial, trial_line, trial_settings, write_reports, write_trial_config
+from ltx_pipeline.steps.autotune import (
+    MemoryFigure,
+    run_trial,
+    trial_line,
+    trial_settings,
+    write_reports,
+    write_trial_config,
+)
 from ltx_pipeline.steps.autotune import study as studies
+from ltx_pipeline.steps.autotune.prior import prior_disagreement, prior_key, same_knobs
 from ltx_pipeline.steps.preprocess import preprocess, write_subset_metadata
 from ltx_pipeline.steps.validation import LaunchTarget, validate_stage
 from ltx_pipeline.workspace import atomic_write
@@ -121,13 +136,18 @@ class _Sweep:
         self.trials: list[dict[str, Any]] = []
         self.failure: dict[str, Any] | None = None
         self.superseded: list[dict[str, Any]] = []  # trials --apply-fix made obsolete, run again
+        self.prior: dict[str, Any] | None = None  # what an earlier run's study told this sweep, and why
 
     def run(self, sanity_root: str) -> dict[str, Any]:
         ctx = self.ctx
         storage = ctx.workspace / "optuna.db"
         study, name = studies.open_study(str(storage), ctx.run_name, digest(_inputs(ctx)))
+        key = prior_key(ctx, self.space)
+        studies.mark_prior_key(study, key)
+        prior = studies.find_prior(str(storage), key, exclude=name)
         dists = studies.distributions(self.space)
         self._resume(study)
+        self._apply_prior(prior)
         stage_config = _largest_stage_config(ctx)
         while (knobs := self.planner.next_trial()) is not None:
             number = 1 + max((h.stage for h in ctx.journal.processes("trial")), default=0)
@@ -135,12 +155,15 @@ class _Sweep:
             trial.set_user_attr("trial_number", number)
             folder = ctx.paths.overfit / f"trial-{number:03d}"
             config = folder / "config.yaml"
+            source, carried = self._carried_validation(knobs)
             write_trial_config(ctx, stage_config, config, knobs=knobs, sanity_root=sanity_root,
-                               output_dir=folder / "outputs", settings=self.settings, number=number)
+                               output_dir=folder / "outputs", settings=self.settings, number=number,
+                               validation_from=source)
             validated = self._validate_trial(config, knobs)
-            ctx.narrate(f"Trial {number}: {format_knobs(knobs)} ...")
+            ctx.narrate(f"Trial {number}: {format_knobs(knobs)} ..." + (
+                f" (no validation pass: its memory is trial {source}'s, same quantization)" if carried else ""))
             done = run_trial(ctx, number, config, knobs, self.settings, gpu_indices=self.gpu_indices,
-                             nvidia_smi=ctx.request.nvidia_smi, validated=validated)
+                             nvidia_smi=ctx.request.nvidia_smi, validated=validated, carried_validation=carried)
             result = done.result
             self.planner.record(result)
             fits = self.planner.fits(result)
@@ -150,9 +173,67 @@ class _Sweep:
                                         extra=extra)
             record = self._record(number, result, fits, state, extra)
             ctx.narrate(trial_line(record))
+            self._apply_prior(prior)
             studies.record_pruned(study, self.planner.pruned, dists)
         studies.record_pruned(study, self.planner.pruned, dists)
-        return self._finish(name, storage)
+        outputs = self._finish(name, storage)
+        studies.mark_finished(study, outputs["winner"])
+        return outputs
+
+    def _apply_prior(self, prior: tuple[str, list[tuple[Any, Any]]] | None) -> None:
+        """Use an earlier run's finished sweep (same GPU model, bucket, mode, model, space) as a prior.
+
+        The baseline is always measured first; the prior is used only when its own baseline agrees with
+        this one (both fit, step time within ``PRIOR_STEP_TIME_MARGIN`` and peak memory within
+        ``PRIOR_MEMORY_MARGIN``). Then its other results settle this sweep as if they had run here,
+        each marked with where it came from; otherwise the prior is ignored, saying why, and the sweep
+        runs in full.
+        """
+        if prior is None or self.prior is not None:
+            return
+        ours = next((t for t in self.trials if t["knobs"] == self.baseline and not t.get("from_prior")), None)
+        if ours is None:
+            return  # the baseline is measured first, whatever the prior says
+        name, results = prior
+        theirs = next((r for _, r in results if same_knobs(r.knobs, self.baseline)), None)
+        why = prior_disagreement(ours, theirs, self.planner)
+        if why is not None:
+            self.prior = {"study": name, "used": False, "why": why}
+            self.ctx.narrate(f"Prior study {name} ignored: {why}; the sweep runs in full.")
+            return
+        used = 0
+        for frozen, result in results:
+            if not any(same_knobs(result.knobs, k) for k in self.planner.remaining()):
+                continue
+            number = frozen.user_attrs.get("trial_number")
+            result.reason = "; ".join(p for p in (result.reason, f"from the prior study {name}, trial {number}") if p)
+            self.planner.record(result)
+            self._record(f"prior {name}#{number}", result, self.planner.fits(result), "prior",
+                         {"from_prior": f"{name} trial {number}", "log": None})
+            used += 1
+        self.prior = {"study": name, "used": True, "results": used,
+                      "why": f"its baseline agrees with this one (step time {theirs.step_time_s:.2f}s vs "
+                             f"{ours['step_time_s']:.2f}s, peak {theirs.peak_gb:.1f} GB vs "
+                             f"{max(v for v in (ours['peak_vram_gb'], ours['validation_peak_vram_gb']) if v):.1f} GB)"}
+        self.ctx.narrate(f"Prior study {name}: {self.prior['why']}; its {used} other result(s) settle this sweep "
+                         "instead of new trials.")
+
+    def _carried_validation(self, knobs: dict[str, Any]) -> tuple[int | None, MemoryFigure | None]:
+        """An earlier trial's measured step-0 validation figure that holds for ``knobs`` too.
+
+        Validation memory depends on the quantization alone among the swept knobs
+        (``ltx.autotune.VALIDATION_KNOBS`` gives the argument), so a trial with the same quantization
+        as one whose validation was measured skips its own pass: one validation per quantization.
+        """
+        for record in self.trials:
+            if (record.get("from_prior") or record["validation_peak_vram_gb"] is None
+                    or validation_key(record["knobs"]) != validation_key(knobs) or record["number"] is None):
+                continue
+            source = record.get("validation_peak_source") or "measured"
+            if not source.startswith("carried from"):
+                source = f"carried from trial {record['number']} ({source})"
+            return int(record["number"]), MemoryFigure(float(record["validation_peak_vram_gb"]), source)
+        return None, None
 
     def _validate_trial(self, config: Path, knobs: dict[str, Any]) -> ValidatedConfig:
         """A trial runs one process on the sanity set; its config is validated like any launch."""
@@ -265,7 +346,8 @@ class _Sweep:
                   "validation_peak_vram_gb": result.validation_peak_vram_gb, "seconds": result.seconds,
                   "reason": result.reason, "host_ram_gb": extra.get("host_ram_gb"), "log": extra.get("log"),
                   "objective": self.planner.objective(result) if fits else None,
-                  **{k: getattr(result, k, None) for k in ("peak_source", "validation_peak_source", "assumed_fit")}}
+                  **{k: getattr(result, k, None) for k in ("peak_source", "validation_peak_source", "assumed_fit")},
+                  **({"from_prior": extra["from_prior"]} if extra.get("from_prior") else {})}
         self.trials.append(record)
         if number is not None and result.knobs == self.baseline and not fits:
             self.failure = {**record, "failure_kind": extra.get("failure_kind"), "fixes": extra.get("fixes") or []}
@@ -282,7 +364,9 @@ class _Sweep:
             "baseline": self.baseline, "trials": self.trials,
             "pruned": [{"knobs": p.knobs, "reason": p.reason} for p in self.planner.pruned],
             "winner": winner, "deltas": change, "objective": self.planner.objective(best) if best else None,
-            "patches": [], "superseded": self.superseded,
+            "patches": [], "superseded": self.superseded, "prior": self.prior,
+            # What the memory model expects the training to peak at: verified by monitor against the trainer.
+            "predicted_peak_gb": self.planner.predicted_peak(winner) if winner else None,
         }
         if self.planner.baseline_failed or best is None:
             text, line = _failure_text(self.failure, self.planner)

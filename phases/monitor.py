@@ -48,6 +48,7 @@ class MonitorPhase:
             "trainer_commit": (probe.get("trainer") or {}).get("git_commit"),
             "autotune": _autotune(ctx),
             "prepared": ctx.output("prepare") if (ctx.upstream.get("prepare") or {}).get("prepared") else None,
+            "memory_model": _verify_memory_model(ctx, stages),
         }
         outputs_dir = ctx.paths.outputs
         summary = atomic_write(outputs_dir / "run-summary.md", render_summary(facts), root=ctx.workspace)
@@ -60,7 +61,7 @@ class MonitorPhase:
         if unreadable:
             ctx.narrate(f"Left out of the contact sheet, not decodable: {', '.join(unreadable)}")
         return PhaseResult({"summary": str(summary), "loss_plot": str(loss), "step_time_plot": str(step_time),
-                            "contact_sheet": str(sheet) if sheet else None,
+                            "contact_sheet": str(sheet) if sheet else None, "memory_model": facts["memory_model"],
                             "stages": [{k: s[k] for k in ("stage", "final_checkpoint", "final_step", "step_time_s",
                                                           "peak_gpu_memory_gb")} for s in stages]})
 
@@ -83,6 +84,37 @@ def _gpus(probe: dict[str, Any]) -> str:
     gpus = (probe.get("gpus") or {}).get("gpus") or []
     names = ", ".join(f"{g.get('name')} ({g.get('memory_mib')} MiB)" for g in gpus) or "unknown"
     return names + (" (assumed)" if (probe.get("gpus") or {}).get("assumed") else "")
+
+
+def _verify_memory_model(ctx: RunContext, stages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Compare autotune's predicted peak for the chosen config with the trainer's own peak statistic.
+
+    A difference beyond ``MISS_TOLERANCE`` is a miss of the memory model: said, and recorded in the
+    sweep's Optuna study (``memory_model_misses``) so it counts against the model. None when autotune
+    did not run or either figure is missing.
+    """
+    if "autotune" not in ctx.upstream:
+        return None
+    sweep = ctx.output("autotune")
+    predicted = sweep.get("predicted_peak_gb")
+    measured = max((s["peak_gpu_memory_gb"] for s in stages if s.get("peak_gpu_memory_gb") is not None), default=None)
+    if predicted is None or measured is None:
+        return None
+    from ltx_pipeline.ltx.autotune import MISS_TOLERANCE, prediction_miss
+
+    error = prediction_miss(predicted, measured)
+    verdict = {"predicted_gb": round(predicted, 2), "measured_gb": round(measured, 2), "miss": error is not None,
+               "error": round(error, 3) if error is not None else None, "tolerance": MISS_TOLERANCE,
+               "study": sweep.get("study")}
+    if error is not None:
+        from ltx_pipeline.steps.autotune import study as studies
+
+        studies.record_memory_miss(sweep["storage"], sweep["study"], {"run": ctx.run_name, **verdict,
+                                                                      "knobs": sweep.get("winner")})
+        ctx.warn(f"Memory model miss: autotune predicted {predicted:.1f} GB for {sweep.get('winner')}; the trainer "
+                 f"reported a {measured:.1f} GB peak ({error:+.0%}, beyond ±{MISS_TOLERANCE:.0%}); recorded in the "
+                 f"study {sweep.get('study')}.")
+    return verdict
 
 
 def _autotune(ctx: RunContext) -> str | None:

@@ -28,28 +28,40 @@ bench_app = typer.Typer(name="bench", add_completion=False, no_args_is_help=True
                         help="Benchmarks that report figures (they assert nothing).")
 
 
-def bench_autotune(surface_file: Path, *, keep: Path | None = None, on_event: Any = None) -> dict[str, Any]:
+def bench_autotune(surface_file: Path, *, keep: Path | None = None, on_event: Any = None,
+                   prior: bool = False) -> dict[str, Any]:
     """Run autotune on a throw-away simulated run for ``surface_file`` and return the figures.
 
     Args:
         surface_file: the cost surface YAML.
         keep: a folder to use as the workspace (kept); default a temporary folder, removed afterwards.
         on_event: the runner's event sink (None: silent).
+        prior: first run the same surface once in the same workspace (its study seeds the second run's
+            sweep as a prior), then report the second run, with the first one's figures as ``cold``.
     """
     from ltx_pipeline.backends.surface import load_surface
 
     surface_path = surface_file.expanduser().resolve()
     surface = load_surface(surface_path)
     if keep is not None:
-        return _bench(surface_path, surface, keep, on_event)
+        return _bench_runs(surface_path, surface, keep, on_event, prior)
     with tempfile.TemporaryDirectory(prefix="ltx-bench-") as tmp:
-        return _bench(surface_path, surface, Path(tmp), on_event)
+        return _bench_runs(surface_path, surface, Path(tmp), on_event, prior)
 
 
-def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any) -> dict[str, Any]:
+def _bench_runs(surface_path: Path, surface: Any, root: Path, on_event: Any, prior: bool) -> dict[str, Any]:
+    if not prior:
+        return _bench(surface_path, surface, root, on_event, "bench")
+    cold = _bench(surface_path, surface, root, on_event, "bench-cold")
+    warm = _bench(surface_path, surface, root, on_event, "bench")
+    return {**warm, "cold": {k: cold[k] for k in ("chosen", "objective", "trials_run", "trials_oom", "trial_seconds",
+                                                  "end_to_end_seconds", "end_to_end_vs_best_anchor")}}
+
+
+def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any, run_name: str) -> dict[str, Any]:
     from ltx_pipeline.backends import make_backend
     from ltx_pipeline.engine import Outcome, Runner, approve_plan
-    from ltx_pipeline.ltx.autotune import exhaustive_optimum, search_space, skill_greedy
+    from ltx_pipeline.ltx.autotune import end_to_end_anchors, search_space, skill_greedy
     from ltx_pipeline.ltx.sample_clips import write_clip
     from ltx_pipeline.request import build_request
     from ltx_pipeline.store import Store
@@ -60,10 +72,11 @@ def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any) -> dict[
     # Real clips, read by the probe and the data check: 321 frames outlast every bucket (the chained
     # default's longest); one small clip (with sound: t2v trains on audio) is encoded and copied, the
     # simulated trainer reads no pixels.
-    clip = write_clip(data / "videos" / "clip0.mp4", 321, 32, 32, audio=True)
-    for i in range(1, len(rows)):
-        atomic_write(data / "videos" / f"clip{i}.mp4", clip.read_bytes())
-    atomic_write(data / "dataset.json", json.dumps(rows))
+    if not (data / "dataset.json").is_file():
+        clip = write_clip(data / "videos" / "clip0.mp4", 321, 32, 32, audio=True)
+        for i in range(1, len(rows)):
+            atomic_write(data / "videos" / f"clip{i}.mp4", clip.read_bytes())
+        atomic_write(data / "dataset.json", json.dumps(rows))
     ws = Workspace.at(root / "workspace")
     ws.create()
     store = Store.open(ws.db_file)
@@ -71,7 +84,7 @@ def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any) -> dict[
                              "surface": str(surface_path), "strategy": _strategy(surface_path),
                              **_buckets(surface_path),
                              "effective_batch": surface.effective_batch * surface.gpu.count})
-    run = store.create_run("bench", request.model_dump(mode="json"))
+    run = store.create_run(run_name, request.model_dump(mode="json"))
     backend = make_backend("simulated", surface=str(surface_path))
     runner = Runner(store, ws, _phases_through_autotune(), backend=backend,
                     on_event=on_event or (lambda *_: None), options={})
@@ -86,32 +99,47 @@ def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any) -> dict[
     phase_runs = store.latest_phase_runs(run.id)
     recipe = phase_runs["plan"].outputs["recipe"]
     outputs = phase_runs["autotune"].outputs if failure is None else \
-        _failed_outputs(root / "workspace" / "bench", recipe, request.headroom)
+        _failed_outputs(root / "workspace" / run_name, recipe, request.headroom)
     seconds = 0.0
-    for log in [t["log"] for t in outputs["trials"]]:
+    for log in [t["log"] for t in outputs["trials"] if t.get("log") and not t.get("from_prior")]:
         cost = Path(log).parent / "outputs" / "simulated_cost.json"
         if cost.is_file():
             seconds += float(json.loads(cost.read_text(encoding="utf-8"))["gpu_seconds"])
     effective, headroom = outputs["effective_batch"], outputs["headroom"]
-    space = search_space(phase_runs["probe"].outputs["tier"]["base"], effective,
-                         any(len(s["buckets"]) > 1 for s in recipe["stages"]), outputs["baseline"])
-    best, optimum = exhaustive_optimum(surface, space, headroom, effective)
-    skill = skill_greedy(surface, outputs["baseline"], effective, headroom,
-                         multi_bucket=any(len(s["buckets"]) > 1 for s in recipe["stages"]))
+    multi = any(len(s["buckets"]) > 1 for s in recipe["stages"])
+    space = search_space(phase_runs["probe"].outputs["tier"]["base"], effective, multi, outputs["baseline"])
+    training_steps = int(recipe["steps"]) * len(recipe["stages"])
+    anchors = end_to_end_anchors(surface, space, headroom, effective, training_steps=training_steps,
+                                 trial_steps=SIMULATED_TRIAL_STEPS, multi_bucket=multi)
+    skill, exhaustive = anchors["greedy"], anchors["exhaustive"]
+    greedy = skill_greedy(surface, outputs["baseline"], effective, headroom, multi_bucket=multi)
     objective = outputs["objective"]
+    ran = [t for t in outputs["trials"] if not t.get("from_prior")]
+    end_to_end = seconds + training_steps * objective if objective is not None else None
+    best_anchor = min((a["end_to_end_seconds"] for a in (skill, exhaustive) if a["end_to_end_seconds"] is not None),
+                      default=None)
     return {
         "failure": failure,
         "surface": str(surface_path), "gpu": surface.gpu.name, "capacity_gb": round(surface.capacity_gb, 2),
-        "chosen": outputs["winner"], "objective": objective, "trials_run": len(outputs["trials"]),
-        "trials_oom": sum(1 for t in outputs["trials"] if t["outcome"].startswith("oom")),
+        "chosen": outputs["winner"], "objective": objective, "trials_run": len(ran),
+        "trials_oom": sum(1 for t in ran if t["outcome"].startswith("oom")),
         "trial_seconds": round(seconds, 1), "pruned": len(outputs["pruned"]), "study": outputs["study"],
-        "exhaustive": {"chosen": best, "objective": _finite(optimum)},
-        "skill": {"chosen": skill["chosen"], "trials_run": skill["trials_run"], "trials_oom": skill["trials_oom"],
-                  "trial_seconds": round(skill["trial_seconds"], 1), "objective": _finite(skill["objective"])},
-        "seconds_vs_skill": _ratio(seconds, skill["trial_seconds"]),
-        "objective_vs_optimum": _ratio(objective, optimum),
-        "skill_objective_vs_optimum": _ratio(skill["objective"], optimum),
+        "prior": outputs.get("prior"),
+        "training_steps": training_steps,
+        "end_to_end_seconds": round(end_to_end, 1) if end_to_end is not None else None,
+        "end_to_end_vs_best_anchor": _ratio(end_to_end, best_anchor),
+        "end_to_end_vs_perfect_knowledge": _ratio(end_to_end, anchors["perfect_knowledge"]["end_to_end_seconds"]),
+        "anchors": anchors,
+        "exhaustive": {"chosen": exhaustive["chosen"], "objective": exhaustive["objective"]},
+        "skill": {"chosen": skill["chosen"], "trials_run": greedy["trials_run"], "trials_oom": greedy["trials_oom"],
+                  "trial_seconds": skill["sweep_seconds"], "objective": skill["objective"]},
+        "seconds_vs_skill": _ratio(seconds, skill["sweep_seconds"]),
+        "objective_vs_optimum": _ratio(objective, exhaustive["objective"]),
+        "skill_objective_vs_optimum": _ratio(skill["objective"], exhaustive["objective"]),
     }
+
+
+SIMULATED_TRIAL_STEPS = 41  # what a simulated trial runs (steps.autotune.trial_settings)
 
 
 def _failed_outputs(run_root: Path, recipe: dict[str, Any], headroom: float) -> dict[str, Any]:
@@ -184,11 +212,13 @@ def _knobs(knobs: dict[str, Any] | None) -> str:
 def autotune_cmd(
     surface: Annotated[Path, typer.Option("--surface", help="Cost surface YAML (see the README).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    prior: Annotated[bool, typer.Option("--prior", help="Run the surface once first, in the same workspace, so "
+                                        "its study is the second run's prior; report both.")] = False,
 ) -> int:
     """Run autotune on a throw-away simulated run and compare it with the optimum and the skill."""
     if not surface.expanduser().is_file():
         raise BadInput(f"{surface} does not exist", where="--surface", fix="pass a cost surface YAML file")
-    figures = bench_autotune(surface)
+    figures = bench_autotune(surface, prior=prior)
     code = EXIT_OK if figures["failure"] is None else EXIT_FAILED
     if figures["failure"] is not None:
         err.print(f"autotune found no config that fits: {figures['failure']}", markup=False)
@@ -211,6 +241,17 @@ def autotune_cmd(
     out.print(f"GPU seconds vs the skill: {_fmt(figures['seconds_vs_skill'])}; objective vs the optimum: "
               f"{_fmt(figures['objective_vs_optimum'])} (skill: {_fmt(figures['skill_objective_vs_optimum'])})",
               markup=False)
+    anchors = figures["anchors"]
+    out.print(f"End to end (sweep + {figures['training_steps']} training steps), GPU seconds: ours "
+              f"{_fmt(figures['end_to_end_seconds'])}; greedy {_fmt(anchors['greedy']['end_to_end_seconds'])}, "
+              f"exhaustive {_fmt(anchors['exhaustive']['end_to_end_seconds'])}, perfect knowledge "
+              f"{_fmt(anchors['perfect_knowledge']['end_to_end_seconds'])}; ours vs the better anchor "
+              f"{_fmt(figures['end_to_end_vs_best_anchor'])}", markup=False)
+    if figures.get("cold"):
+        cold = figures["cold"]
+        out.print(f"Cold run (no prior): {cold['trials_run']} trial(s), end to end {_fmt(cold['end_to_end_seconds'])}"
+                  f" ({_fmt(cold['end_to_end_vs_best_anchor'])} of the better anchor); with its study as prior: "
+                  f"{figures['trials_run']} trial(s)", markup=False)
     return code
 
 

@@ -125,13 +125,12 @@ def test_low_vram_sweep_prunes_the_oom_up_set_and_patches_the_winner(tmp_path, w
     assert trial_config["validation"]["video_dims"] == config["validation"]["video_dims"]
 
 
-def test_standard_tier_varies_checkpointing_and_batch_and_catches_a_validation_oom(tmp_path, workspace,
-                                                                                   clips_dataset, capsys):
+def test_standard_tier_varies_checkpointing_and_batch_and_carries_one_validation(tmp_path, workspace,
+                                                                                 clips_dataset, capsys):
     surface = write_surface(tmp_path, GPU_80, [
         point(STD, 3.0, 60.0, 62.0),
         point(knobs(STD, batch_size=2), 2.9 * 2 ** 0.2, 66.0, 62.0),
-        # Checkpointing off trains in memory but its validation pass does not fit.
-        point(knobs(STD, enable_gradient_checkpointing=False), 2.4, 70.0, 85.0),
+        # checkpointing off is not listed: it runs out of memory in its first training step
     ])
     code, err = drive(workspace, clips_dataset, surface, "--effective-batch", "2", capsys=capsys)
     assert code == 0, err
@@ -142,8 +141,31 @@ def test_standard_tier_varies_checkpointing_and_batch_and_catches_a_validation_o
     assert len(everything) == 4  # checkpointing x batch {1, 2}
     off = next(t for t in out["trials"] if t["knobs"] == {**STD, "enable_gradient_checkpointing": False,
                                                            "gradient_accumulation_steps": 2})
-    assert off["outcome"] == "oom_validation"
+    assert off["outcome"] == "oom_training"  # its validation was skipped: the OOM is the training step's
+    # One validation pass for the whole sweep: the quantization never changes on this tier.
+    later = [t for t in out["trials"] if t["knobs"]["enable_gradient_checkpointing"] is False
+             or t["knobs"]["batch_size"] == 2]
+    assert later and all(t["validation_peak_source"].startswith("carried from trial 1") for t in later
+                         if t["validation_peak_vram_gb"] is not None)
     assert out["winner"]["batch_size"] == 2 and out["winner"]["enable_gradient_checkpointing"] is True
+
+
+def test_a_validation_over_the_limit_rules_out_every_config_of_its_quantization(tmp_path, workspace,
+                                                                                clips_dataset, capsys):
+    gpu_48 = {"name": "NVIDIA RTX A6000", "memory_mib": 49140}  # 48.0 GB, limit 45.6 GB at 5%
+    surface = write_surface(tmp_path, gpu_48, [
+        point(LOW, 4.1, 25.7, 26.5), point(knobs(LOW, optimizer_type="adamw"), 4.0, 26.6, 26.5),
+        point(knobs(LOW, quantization=None), 3.4, 40.0, 46.0),  # trains in memory; its validation does not
+        point(knobs(LOW, quantization=None, optimizer_type="adamw"), 3.3, 41.0, 46.0),
+    ])
+    code, err = drive(workspace, clips_dataset, surface, capsys=capsys)
+    assert code == 0, err
+    out = outputs(workspace)
+    unquantized = [t for t in out["trials"] if t["knobs"]["quantization"] is None]
+    assert len(unquantized) == 1  # one run settles its quantization: the validation memory is the same
+    settled = [p for p in out["pruned"] if p["knobs"]["quantization"] is None]
+    assert settled and "same quantization" in settled[0]["reason"]
+    assert out["winner"] == {**LOW, "optimizer_type": "adamw", "gradient_accumulation_steps": 1}
 
 
 def test_nan_loss_and_headroom_rule_configs_out(tmp_path, workspace, clips_dataset, capsys):
@@ -317,8 +339,12 @@ def test_bench_autotune_reports_our_sweep_beside_the_optimum_and_the_skill(tmp_p
     figures = json.loads(result.output)
     assert figures["chosen"]["optimizer_type"] == "adamw" and figures["trials_run"] == 3
     assert figures["trials_oom"] == 1 and figures["pruned"] == 1
-    # Simulated GPU seconds: each trial's load + one validation, plus 41 steps for the two that train.
-    assert figures["trial_seconds"] == pytest.approx(3 * 15 + 41 * 4.0 + 41 * 3.8)
+    # Simulated GPU seconds: each trial's load, one validation per quantization (int8 in the baseline,
+    # null in the trial that runs out of memory), plus 41 steps for the two that train.
+    assert figures["trial_seconds"] == pytest.approx(3 * 10 + 2 * 5 + 41 * 4.0 + 41 * 3.8)
+    assert figures["end_to_end_seconds"] == pytest.approx(figures["trial_seconds"] + 2000 * 3.8)
+    assert set(figures["anchors"]) == {"greedy", "exhaustive", "perfect_knowledge"}
+    assert figures["anchors"]["perfect_knowledge"]["end_to_end_seconds"] == pytest.approx(15 + 41 * 4.0 + 2000 * 3.8)
     assert figures["exhaustive"]["chosen"]["optimizer_type"] == "adamw" and figures["objective_vs_optimum"] == 1.0
     assert figures["skill"]["trials_run"] >= 1 and figures["seconds_vs_skill"] > 0
 

@@ -7,7 +7,13 @@ benchmark compares against. Inside: ``_space``, ``_strategy`` and ``_baselines``
 package imports those modules.
 """
 
-from ltx_pipeline.ltx.autotune._baselines import exhaustive_optimum, simulate_sweep, skill_greedy, trial_cost
+from ltx_pipeline.ltx.autotune._baselines import (
+    end_to_end_anchors,
+    exhaustive_optimum,
+    simulate_sweep,
+    skill_greedy,
+    trial_cost,
+)
 from ltx_pipeline.ltx.autotune._space import (
     SPACE_KEYS,
     Knobs,
@@ -16,18 +22,27 @@ from ltx_pipeline.ltx.autotune._space import (
     needs_no_more_memory,
     search_space,
 )
+from ltx_pipeline.ltx.autotune._stopping import PRECISION, StepTimeEstimate, estimate_step_time
 from ltx_pipeline.ltx.autotune._strategy import (
     MEMORY_FAILURES,
+    MISS_TOLERANCE,
+    VALIDATION_KNOBS,
     Pruned,
     SweepPlanner,
     TrialResult,
     deltas,
     format_knobs,
+    prediction_miss,
+    validation_key,
 )
 
 __all__ = [
     "MEMORY_FAILURES",
+    "MISS_TOLERANCE",
+    "PRECISION",
     "SPACE_KEYS",
+    "StepTimeEstimate",
+    "VALIDATION_KNOBS",
     "Knobs",
     "Pruned",
     "SweepPlanner",
@@ -35,11 +50,15 @@ __all__ = [
     "batch_candidates",
     "deltas",
     "distance",
+    "end_to_end_anchors",
+    "estimate_step_time",
     "exhaustive_optimum",
     "format_knobs",
     "needs_no_more_memory",
+    "prediction_miss",
     "search_space",
     "simulate_sweep",
     "skill_greedy",
     "trial_cost",
+    "validation_key",
 ]

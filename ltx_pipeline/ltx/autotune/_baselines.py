@@ -31,7 +31,8 @@ from ltx_pipeline.ltx.autotune._space import Knobs, distance, normalize
 from ltx_pipeline.ltx.autotune._strategy import Outcome, SweepPlanner, TrialResult, format_knobs
 
 __all__ = ["NAN_VISIBLE_AFTER_STEPS", "SKILL_TRIAL_STEPS", "SKILL_VALIDATIONS", "SWEEP_TRIAL_STEPS",
-           "SWEEP_VALIDATIONS", "exhaustive_optimum", "simulate_sweep", "skill_greedy", "trial_cost"]
+           "SWEEP_VALIDATIONS", "end_to_end_anchors", "exhaustive_optimum", "simulate_sweep", "skill_greedy",
+           "trial_cost"]
 
 SWEEP_TRIAL_STEPS = 20  # steady optimizer steps after the validation: enough for a stable mean step time
 SWEEP_VALIDATIONS = 1
@@ -197,3 +198,35 @@ def simulate_sweep(surface: CostSurface, space: list[Knobs], baseline: Knobs, *,
             "objective": planner.objective(best) if best else math.inf,
             "trials": [{"knobs": t.knobs, "outcome": t.outcome, "seconds": t.seconds,
                         "summary": format_knobs(t.knobs)} for t in trials]}
+
+
+def end_to_end_anchors(surface: CostSurface, space: list[Knobs], headroom: float, effective_batch: int, *,
+                       training_steps: int, trial_steps: int, multi_bucket: bool) -> dict[str, dict[str, Any]]:
+    """GPU seconds before and during training (sweep + ``training_steps`` at the chosen config) of three anchors.
+
+    - ``greedy``: the official skill's sweep (``skill_greedy``), then training at its choice;
+    - ``exhaustive``: every config of ``space`` run as one of our trials (one validation, ``trial_steps``
+      steps), then training at the optimum;
+    - ``perfect_knowledge``: the baseline trial alone (the memory surface known in advance), then
+      training at the optimum.
+
+    Each entry holds ``sweep_seconds``, ``objective`` and ``end_to_end_seconds`` (None when nothing fits).
+    """
+    baseline = space[0]
+    chosen, optimum = exhaustive_optimum(surface, space, headroom, effective_batch)
+    skill = skill_greedy(surface, baseline, effective_batch, headroom, multi_bucket=multi_bucket)
+    # Our trials time single micro-steps (accumulation 1): the anchors that run our trials do too.
+    single = [{**k, "gradient_accumulation_steps": 1} for k in space]
+    every = sum(trial_cost(surface, k, steps=trial_steps, validations=SWEEP_VALIDATIONS, headroom=headroom).seconds
+                for k in single)
+    first = trial_cost(surface, single[0], steps=trial_steps, validations=SWEEP_VALIDATIONS, headroom=headroom).seconds
+
+    def entry(sweep: float, objective: float, knobs: Knobs | None) -> dict[str, Any]:
+        total = sweep + training_steps * objective if math.isfinite(objective) else None
+        return {"chosen": knobs, "sweep_seconds": round(sweep, 1),
+                "objective": objective if math.isfinite(objective) else None,
+                "end_to_end_seconds": round(total, 1) if total is not None else None}
+
+    return {"greedy": entry(skill["trial_seconds"], skill["objective"], skill["chosen"]),
+            "exhaustive": entry(every, optimum, chosen),
+            "perfect_knowledge": entry(first, optimum, chosen)}

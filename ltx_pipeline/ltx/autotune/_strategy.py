@@ -35,7 +35,8 @@ from typing import Any, Literal
 
 from ltx_pipeline.ltx.autotune._space import SPACE_KEYS, Knobs, distance, knob_steps, needs_no_more_memory, normalize
 
-__all__ = ["GROWTH_PRIOR", "Outcome", "Pruned", "SweepPlanner", "TrialResult", "deltas", "format_knobs"]
+__all__ = ["GROWTH_PRIOR", "MISS_TOLERANCE", "VALIDATION_KNOBS", "Outcome", "Pruned", "SweepPlanner", "TrialResult",
+           "deltas", "format_knobs", "prediction_miss", "validation_key"]
 
 Outcome = Literal["fit", "oom_training", "oom_validation", "nan", "crash", "over_headroom"]
 MEMORY_FAILURES = ("oom_training", "oom_validation", "over_headroom")
@@ -46,6 +47,35 @@ MEMORY_FAILURES = ("oom_training", "oom_validation", "over_headroom")
 # checkpointed activations; checkpointing off keeps every layer's activations.
 GROWTH_PRIOR = {"quantization": 1.6, "optimizer_type": 1.03, "batch_size": 1.15,
                 "enable_gradient_checkpointing": 1.5}
+
+
+# Of the swept knobs, only these change the step-0 validation pass's memory. That pass runs before the
+# first optimizer step (facts: trainer.train() validates at step 0, then trains), so no optimizer state
+# exists yet (AdamW and its 8-bit variant allocate their moments lazily, at the first step); it runs
+# under no_grad at its own dims with one prompt at a time, so the training batch size and gradient
+# checkpointing (which only changes what backward keeps) never reach it. What it holds is the model:
+# the weights, which quantization changes. So trials with the same quantization share one validation
+# figure, and a validation over the limit rules out every config with that quantization.
+VALIDATION_KNOBS = ("quantization",)
+
+
+# A training whose peak memory differs from what the sweep predicted for its config by more than this
+# share is a miss of the memory model, recorded against it (the study keeps every miss).
+MISS_TOLERANCE = 0.10
+
+
+def prediction_miss(predicted_gb: float | None, measured_gb: float | None,
+                    tolerance: float = MISS_TOLERANCE) -> float | None:
+    """The relative error of a memory prediction when it is a miss (beyond ``tolerance``), else None."""
+    if not predicted_gb or measured_gb is None:
+        return None
+    error = measured_gb / predicted_gb - 1
+    return error if abs(error) > tolerance else None
+
+
+def validation_key(knobs: Knobs) -> tuple[Any, ...]:
+    """What the step-0 validation memory of a config depends on, among the swept knobs."""
+    return tuple(knobs.get(k) for k in VALIDATION_KNOBS)
 
 
 @dataclass
@@ -194,6 +224,14 @@ class SweepPlanner:
         chosen = min(candidates, key=rank)
         return dict(chosen)
 
+    def predicted_peak(self, knobs: Knobs) -> float | None:
+        """The memory model's peak for ``knobs`` (measured when it ran), None before any fit is measured."""
+        result = self._results.get(_key(normalize(knobs, self.effective_batch)))
+        if result is not None and result.peak_gb is not None:
+            return result.peak_gb
+        estimate = self._estimate(normalize(knobs, self.effective_batch), self._growth())
+        return estimate or None
+
     def best(self) -> TrialResult | None:
         """The fastest fitting trial; ties go to the config closer to the baseline, then the earlier."""
         fitting = [(i, r) for i, r in enumerate(self._results.values()) if self.fits(r)]
@@ -220,6 +258,12 @@ class SweepPlanner:
         return (f"peaked at {result.peak_gb:.1f} GB, over the {self.limit_gb:.1f} GB limit "
                 f"({self.capacity_gb:.1f} GB less {self.headroom:.0%} headroom)")
 
+    def _validation_over(self, result: TrialResult) -> bool:
+        """The step-0 validation alone rules the config out: it ran out of memory, or peaked over the limit."""
+        if result.outcome == "oom_validation":
+            return True
+        return result.validation_peak_vram_gb is not None and result.validation_peak_vram_gb > self.limit_gb
+
     def _is_memory_failure(self, result: TrialResult) -> bool:
         if result.outcome in MEMORY_FAILURES:
             return True
@@ -228,7 +272,14 @@ class SweepPlanner:
     def _settle(self) -> None:
         failures = [r for r in self._results.values() if self._is_memory_failure(r)]
         fitting = [r for r in self._results.values() if self.fits(r)]
+        over = [r for r in self._results.values() if self._validation_over(r)]
         for cand in self.remaining():
+            same = next((r for r in over if validation_key(r.knobs) == validation_key(cand)), None)
+            if same is not None:
+                self._pruned[_key(cand)] = Pruned(cand, f"its step-0 validation is that of "
+                                                        f"{format_knobs(same.knobs)} (same quantization), which "
+                                                        f"{self._failure_words(same)}")
+                continue
             above = next((r for r in failures if needs_no_more_memory(r.knobs, cand)), None)
             if above is not None:
                 self._pruned[_key(cand)] = Pruned(cand, f"needs at least the memory of {format_knobs(above.knobs)}, "

@@ -26,14 +26,14 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ltx_pipeline.backends.base import LaunchSpec
-from ltx_pipeline.ltx.autotune import TrialResult
+from ltx_pipeline.ltx.autotune import TrialResult, estimate_step_time
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.steps.vram_sampler import IDLE_MIB, ResourceSampler, gpu_reader
 from ltx_pipeline.trainer_log import LogFollower, LogParser, TrainingProgress, classify_failure, read_tail
@@ -80,8 +80,10 @@ def trial_settings(backend: str) -> TrialSettings:
     if backend == "reference":
         return TrialSettings(steps=7, env={"LTX_REFERENCE_LOG_EVERY": "2"})
     if backend == "simulated":
-        return TrialSettings(steps=41)
-    return TrialSettings(steps=41, stop_early=True, sample_gpu=True)
+        return TrialSettings(steps=41)  # deterministic step times: two clean lines settle them
+    # A real GPU: up to 6 clean lines (121 steps), stopped as soon as the stopping rule knows the step time
+    # (ltx.autotune.estimate_step_time: ±3 % at 95 %), usually at the second line (41 steps).
+    return TrialSettings(steps=121, stop_early=True, sample_gpu=True)
 
 
 @dataclass(frozen=True)
@@ -160,16 +162,24 @@ class TrialOutcome:
 
 
 def write_trial_config(ctx: Any, stage_config: Path, target: Path, *, knobs: dict[str, Any], sanity_root: str,
-                       output_dir: Path, settings: TrialSettings, number: int) -> list[dict[str, Any]]:
-    """Write the trial config for ``knobs`` from the planned stage config; return the patch records."""
+                       output_dir: Path, settings: TrialSettings, number: int,
+                       validation_from: int | None = None) -> list[dict[str, Any]]:
+    """Write the trial config for ``knobs`` from the planned stage config; return the patch records.
+
+    ``validation_from``: the trial whose step-0 validation memory this one carries (same quantization),
+    so this trial skips its own validation pass (``ltx.autotune.VALIDATION_KNOBS`` says why that holds).
+    """
     steps = settings.steps
+    skip = validation_from is not None
     patches = [
         Patch("data.preprocessed_data_root", sanity_root, "trial data: the sanity set at the largest bucket"),
         Patch("output_dir", str(output_dir), "trial outputs stay under overfit/"),
         Patch("optimization.steps", steps, "a short trial: enough steady steps to time one"),
         Patch("checkpoints.interval", None, "no intermediate checkpoints in a trial"),
         Patch("validation.interval", steps + 1, "only the step-0 validation pass at the planned dims"),
-        Patch("validation.skip_initial_validation", False, "the validation pass's memory is measured"),
+        Patch("validation.skip_initial_validation", skip,
+              f"its validation memory is trial {validation_from}'s (same quantization)" if skip
+              else "the validation pass's memory is measured"),
         Patch("validation.inference_steps", settings.inference_steps,
               "validation memory does not depend on the number of denoising steps"),
         Patch("model.load_checkpoint", None, "a trial starts from the base model"),
@@ -188,11 +198,14 @@ def write_trial_config(ctx: Any, stage_config: Path, target: Path, *, knobs: dic
 
 
 def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settings: TrialSettings, *,
-              gpu_indices: list[int], nvidia_smi: str | None, validated: Any = None) -> TrialOutcome:
+              gpu_indices: list[int], nvidia_smi: str | None, validated: Any = None,
+              carried_validation: MemoryFigure | None = None) -> TrialOutcome:
     """Launch the trial, follow it until it is measured or ends, and classify how it went.
 
     ``validated`` is the trial config as validated (``engine.journal.ValidatedConfig``), which the
-    journal requires for a trainer launch.
+    journal requires for a trainer launch. ``carried_validation``: the validation figure of an earlier
+    trial with the same quantization; this trial's config skips its validation pass (written with
+    ``validation_from``) and reports that figure, with its source, as its own validation peak.
     """
     spec = ctx.backend.train_command(config)
     env = {**spec.env, **settings.env}
@@ -213,6 +226,8 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
     started = time.monotonic()
     handle = ctx.journal.launch("trial", number, spec, log, validated)
     sampler.watch(handle.pid)
+    if carried_validation is not None:
+        sampler.set_label("training")  # no validation pass runs: every sample is the training's
     stopped = nan = False
     with sampler:
         follower, parser = LogFollower(log), LogParser()
@@ -224,7 +239,7 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
             if progress.validations and sampler.label != "training":
                 sampler.set_label("training")
             nan = any(not math.isfinite(v) for v in progress.losses.values())
-            if alive and (nan or (settings.stop_early and _measured(progress, sampler))):
+            if alive and (nan or (settings.stop_early and _measured(progress, sampler, carried_validation))):
                 ctx.journal.stop(handle)
                 stopped = True
                 break
@@ -238,9 +253,12 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
     nan = nan or any(not math.isfinite(v) for v in progress.losses.values())
     record = handle.exit()
     exit_code = None if record is None else record.get("exit_code")
-    steady = progress.steady_step_time()
+    estimate = estimate_step_time(progress.clean_step_times())
+    steady = estimate.seconds if estimate.used >= 2 else progress.steady_step_time()
     step_time = steady / accumulation if steady is not None else None
     memory = _peaks(ctx.request.backend, output_dir, progress, sampler, wall, scale=_memory_scale(ctx))
+    if carried_validation is not None:
+        memory = replace(memory, validation=carried_validation)
     host = sampler.host_peak_bytes / GIB if sampler.host_peak_bytes else None
     if nan:
         result = _result(knobs, "nan", step_time, memory, "loss is NaN")
@@ -248,7 +266,7 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
     if stopped or exit_code == 0:
         return _clean_end(ctx, folder, knobs, step_time, memory, host, log)
     failure = classify_failure(exit_code, None if record is None else record.get("signal"), read_tail(log, 200),
-                               config=values, initial_validation=True)
+                               config=values, initial_validation=carried_validation is None)
     outcome = _FAILURE_OUTCOMES.get(failure.kind, "crash")
     reason = failure.evidence if outcome != "crash" else f"{failure.kind}: {failure.evidence}"
     # A failed trial's figures are not its peak (it never got there): not measured.
@@ -312,9 +330,10 @@ def _outcome(ctx: Any, folder: Path, result: MeasuredTrialResult, host: float | 
     return TrialOutcome(result, host, str(log), failure_kind, fixes or [])
 
 
-def _measured(progress: TrainingProgress, sampler: ResourceSampler) -> bool:
-    return (progress.steady_step_time() is not None and bool(progress.validations)
-            and sampler.peak_gb("training") is not None)
+def _measured(progress: TrainingProgress, sampler: ResourceSampler, carried: MemoryFigure | None = None) -> bool:
+    """Step time known to the stopping rule's precision, and both memory figures taken (or carried)."""
+    return (estimate_step_time(progress.clean_step_times()).known
+            and (carried is not None or bool(progress.validations)) and sampler.peak_gb("training") is not None)
 
 
 def _memory_scale(ctx: Any) -> float | None:

@@ -171,3 +171,40 @@ def fail_orphan(study: Any, frozen: Any) -> None:
 
     optuna.trial.Trial(study, frozen._trial_id).set_user_attr("reason", ORPHAN_REASON)
     study.tell(frozen.number, state=TrialState.FAIL)
+
+
+# -- earlier sweeps as a prior ---------------------------------------------------------------------
+
+def mark_prior_key(study: Any, key: str) -> None:
+    """Tag the study with what its memory surface depends on, so a later run can find it as a prior."""
+    if study.user_attrs.get("prior_key") != key:
+        study.set_user_attr("prior_key", key)
+
+
+def mark_finished(study: Any, winner: Knobs | None) -> None:
+    """A sweep that ran to its winner: only such a study is ever a prior."""
+    study.set_user_attr("finished", True)
+    study.set_user_attr("winner", winner)
+
+
+def find_prior(storage_file: str, key: str, *, exclude: str) -> tuple[str, list[tuple[Any, TrialResult]]] | None:
+    """The newest finished study with this prior key (not ``exclude``), and its finished results; None when none."""
+    import optuna
+
+    storage = optuna.storages.RDBStorage(f"sqlite:///{storage_file}",
+                                         engine_kwargs={"connect_args": {"timeout": 60}})
+    found = [s for s in optuna.get_all_study_summaries(storage)
+             if s.study_name != exclude and s.user_attrs.get("prior_key") == key and s.user_attrs.get("finished")]
+    if not found:
+        return None
+    newest = max(found, key=lambda s: s._study_id)
+    study = optuna.load_study(study_name=newest.study_name, storage=storage)
+    return newest.study_name, finished_results(study)
+
+
+def record_memory_miss(storage_file: str, study_name: str, miss: dict[str, Any]) -> None:
+    """Append a memory-model miss (predicted vs the training's measured peak) to the sweep's study."""
+    import optuna
+
+    study = optuna.load_study(study_name=study_name, storage=f"sqlite:///{storage_file}")
+    study.set_user_attr("memory_model_misses", [*(study.user_attrs.get("memory_model_misses") or []), miss])
