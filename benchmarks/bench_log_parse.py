@@ -2,8 +2,9 @@
 
 Generates an N-line log (default 1,000,000) in the trainer's Rich layout into a temporary directory:
 mostly Step lines (some wrapped at 80 columns), with validation, checkpoint, retention and W&B lines
-mixed in. It then reads it with ``LogFollower``, feeds ``LogParser`` and folds into
-``TrainingProgress``, and prints lines per second. It asserts nothing about time.
+mixed in. It then reads it with ``LogFollower`` (8 MB blocks), feeds each block's lines to
+``LogParser.feed_lines`` and folds the events into ``TrainingProgress``, as the engine's follower
+does, and prints lines per second. It asserts nothing about time.
 
 Usage: ``python benchmarks/bench_log_parse.py [--lines N]``
 """
@@ -73,11 +74,9 @@ def run(path: Path) -> tuple[int, int, float]:
         if not batch:
             break
         lines += len(batch)
-        for line in batch:
-            new = parser.feed(line)
-            if new:
-                events += len(new)
-                progress.feed(new)
+        new = parser.feed_lines(batch)
+        events += len(new)
+        progress.feed(new)
     tail = parser.flush()
     progress.feed(tail)
     events += len(tail)

@@ -83,7 +83,8 @@ class TrainingProgressBar:
         # markup=False: a description or info never loses bracketed words to Rich markup.
         self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(bar_width=40),
                                  MofNCompleteColumn(), TextColumn("{task.fields[info]}", markup=False),
-                                 console=console or out, transient=False)
+                                 # The follower feeds it every second or two: Rich's default 10 Hz only burns CPU.
+                                 console=console or out, transient=False, refresh_per_second=2)
         self.tasks: dict[int, TaskID] = {}
         self.started = False
 

@@ -8,11 +8,15 @@ checkpoint pairs are discovered on disk as well as from log lines, and a log tha
 for ``LTX_PIPELINE_STALL_SECONDS`` (default 900) is reported once as stalled. Liveness is the
 journal handle's pid plus start time. The offset is stored after the batch it covers, so an engine
 killed in between re-reads at most one poll's lines, and storing them again is idempotent.
+``follow`` waits between polls adaptively (longer while the log is silent, short again once it
+grows) and checks liveness less often while the log grows, so following a slow trainer costs
+little CPU; a dead trainer, a stall or Ctrl-C is still noticed within about two seconds.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -87,8 +91,8 @@ class TrainingFollower:
     def __init__(self, journal: Any, handle: Any, *, stage: int, stages: int, output_dir: Path,
                  offset: int | None = None, validation_interval: int | None = None,
                  checkpoint_interval: int | None = None, on_progress: Callable[[Snapshot], None] | None = None,
-                 warn: Callable[[str], None] | None = None, poll_s: float = 0.5,
-                 stall_s: float | None = None) -> None:
+                 warn: Callable[[str], None] | None = None, poll_s: float = 0.5, max_poll_s: float = 1.5,
+                 alive_every_s: float = 2.0, stall_s: float | None = None) -> None:
         self.journal, self.handle = journal, handle
         self.stage, self.stages, self.output_dir = stage, stages, output_dir
         self.reader = LogFollower(handle.log_path, handle.log_offset if offset is None else offset)
@@ -96,7 +100,7 @@ class TrainingFollower:
         self.progress = TrainingProgress(validation_interval=validation_interval,
                                          checkpoint_interval=checkpoint_interval)
         self.on_progress, self.warn = on_progress, warn
-        self.poll_s = poll_s
+        self.poll_s, self.max_poll_s, self.alive_every_s = poll_s, max(poll_s, max_poll_s), alive_every_s
         self.stall_s = stall_seconds() if stall_s is None else stall_s
         self.stalled = False
         self._last_growth = _mtime(Path(handle.log_path)) or time.time()
@@ -114,28 +118,51 @@ class TrainingFollower:
     def poll(self) -> bool:
         """Read what is new, record it, report progress; returns whether the trainer is still alive."""
         alive = self.handle.alive()
+        self._round(alive)
+        return alive
+
+    def follow(self) -> Any:
+        """Poll until the trainer ends; returns the handle settled by the journal (exit code or crashed).
+
+        The wait between rounds starts at ``poll_s``, doubles while the log is silent up to ``max_poll_s``
+        and drops back when it grows, so a trainer that logs every few seconds costs few wake-ups. Liveness
+        (several /proc reads) is checked on every silent round, and at least every ``alive_every_s`` while
+        the log grows: a trainer that died is seen within about ``max_poll_s`` of its last line.
+        """
+        delay, grew, alive, checked_at = self.poll_s, False, True, -math.inf
         while True:
-            lines, offset = self.reader.read_new(final=not alive)
-            events = [e for line in lines for e in self.parser.feed(line)]
-            if not alive and not lines:
-                events += self.parser.flush()
-            self._record(events)
-            if lines:
-                self._last_growth = time.time()
-                self.journal.set_offset(self.handle, offset)
-            if not lines:
-                break
+            now = time.monotonic()
+            if not grew or now - checked_at >= self.alive_every_s:
+                alive, checked_at = self.handle.alive(), now
+            grew = self._round(alive)
+            if not alive:
+                return self.handle
+            delay = self.poll_s if grew else min(delay * 2, self.max_poll_s)
+            time.sleep(delay)
+
+    def _round(self, alive: bool) -> bool:
+        """One poll with the trainer's liveness known; returns whether the log grew."""
+        grew = self._read(alive)
         self._discover_checkpoints()
         self._check_stall(alive)
         if self.on_progress is not None:
             self.on_progress(self.snapshot(alive))
-        return alive
+        return grew
 
-    def follow(self) -> Any:
-        """Poll until the trainer ends; returns the handle settled by the journal (exit code or crashed)."""
-        while self.poll():
-            time.sleep(self.poll_s)
-        return self.handle
+    def _read(self, alive: bool) -> bool:
+        """Parse and record every complete new line, one store batch per block read; True if there were any."""
+        grew = False
+        while True:
+            lines, offset = self.reader.read_new(final=not alive)
+            events = self.parser.feed_lines(lines)
+            if not alive and not lines:
+                events += self.parser.flush()
+            self._record(events)
+            if not lines:
+                return grew
+            grew = True
+            self._last_growth = time.time()
+            self.journal.set_offset(self.handle, offset)
 
     def snapshot(self, alive: bool) -> Snapshot:
         progress = self.progress

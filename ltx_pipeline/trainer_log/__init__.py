@@ -2,7 +2,8 @@
 
 Public API (pure standard library, safe to import from the CLI at start-up):
 
-- ``LogParser``: stateful ``feed(line) -> list[Event]`` / ``flush()``; re-joins Rich-wrapped records.
+- ``LogParser``: stateful ``feed(line) -> list[Event]``, ``feed_lines(lines)`` (a block at once) and
+  ``flush()``; re-joins Rich-wrapped records.
 - ``parse_lines(lines)``: parse a finished sequence of lines.
 - ``TrainingProgress``: de-duplicated steps and losses, clean step time, ``eta_seconds()``,
   ``last_losses(n)``, latest checkpoint/validation, W&B URL, end-of-run stats.

@@ -53,6 +53,13 @@ class StepEvent:
     step_time: float
     total_time_s: int | None
 
+    def __init__(self, step: int, total: int, loss: float, lr: float, step_time: float,
+                 total_time_s: int | None) -> None:
+        # One dict update instead of the frozen __init__'s six object.__setattr__ calls: Step lines are
+        # most of a log, so this is the parser's hottest allocation. The dataclass keeps eq, hash, repr.
+        self.__dict__.update(step=step, total=total, loss=loss, lr=lr, step_time=step_time,
+                             total_time_s=total_time_s)
+
 
 @dataclass(frozen=True)
 class CheckpointSaved:

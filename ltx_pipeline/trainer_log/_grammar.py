@@ -7,8 +7,11 @@ lines. ``LogParser`` is the stateful line → event parser and ``parse_lines`` i
 a re-joined message *means* is left to ``_messages``. Invariant: a parser holds at most one pending
 record (or plain statistics block), so events come out in line order and each record yields its
 events exactly once (a ``Step`` record as soon as it matches in full, any other record when the next
-record, plain line or ``flush()`` completes it). It imports ``_events`` and ``_messages``, never the
-other way round. Pure standard library.
+record, plain line or ``flush()`` completes it). Speed: Step records in the two layouts that make
+up nearly all of a training log (one line, or an 80-column head wrapped after ``Time/Step:`` plus
+its continuation) take a fast path of one strict regex per line with no level, location or joining
+work, yielding exactly what the general path would; ``feed_lines`` parses a whole block into one
+list. It imports ``_events`` and ``_messages``, never the other way round. Pure standard library.
 
 Layout facts the parser relies on (Rich ``RichHandler(show_time=False, markup=True)``, stdout not a TTY):
 
@@ -44,6 +47,16 @@ _LOCATION_TOKEN_RE = re.compile(r"[\w.\-]+\.py:\d+")
 _RANK_RE = re.compile(r"\[rank \d+\]\s*")
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _CONTINUATION = " " * 9
+# The first line of a Step record, the bulk of a log: the whole record (groups 2-8 are STEP_RE's), or
+# its head in an 80-column log, wrapped after "Time/Step:" (groups 6-8 absent; _STEP_TAIL_RE is the
+# next line). Group 1 is the message; the match ends where the location starts. Stricter than the
+# general path (INFO, single spaces, no ANSI, no carriage-return redraw, no rank prefix), so whatever
+# it matches the general path reads the same way.
+_STEP_LINE_RE = re.compile(
+    r"INFO +(Step (\d+)/(\d+) - Loss: ([^,\s\x1b]+), LR: ([^,\s\x1b]+), Time/Step:"
+    r"(?: ([\d.]+)s, Total Time: (?:(\d+)h (\d+)m|calculating\.\.\.))?) +(?=[\w.\-]+\.py:\d+ *[\r\n]*\Z)"
+)
+_STEP_TAIL_RE = re.compile(r" {9}([\d.]+)s, Total Time: (?:(\d+)h (\d+)m|calculating\.\.\.) *[\r\n]*\Z")
 
 
 def _cell_len(text: str) -> int:
@@ -74,19 +87,56 @@ class LogParser:
     when the next line arrives. Call ``flush()`` once the trainer has exited, or whenever pending
     events are needed now, accepting that a record whose continuation lines are not yet written would
     be parsed without them. Keep one parser per followed file so records split across reads re-join.
+    ``feed_lines`` is ``feed`` over a block of lines (the cheaper call), collecting the events in one list.
     """
 
     def __init__(self) -> None:
+        self._open = False  # a Rich record is pending: indented lines continue it
+        self._emitted = False  # its Step event is out already: its continuation lines carry nothing
         self._pieces: list[str] = []
         self._first_line = ""
         self._location_end = -1
         self._level = ""
-        self._line_widths: list[int] = []
-        self._emitted = False
         self._plain_stats: list[str] | None = None
+        self._step_head: tuple[str, ...] | None = None  # a fast-path Step head still alone in its record
 
     def feed(self, line: str) -> list[Event]:
         """Parse one physical line (with or without its newline) and return any completed events."""
+        return self.feed_lines((line,))
+
+    def feed_lines(self, lines: Iterable[str]) -> list[Event]:
+        """Parse physical lines in order: the events of ``feed`` on each, in one list."""
+        out: list[Event] = []
+        match_step = _STEP_LINE_RE.match
+        for line in lines:
+            # Step records first, inline: nearly every line of a training log is one.
+            if line.startswith("INFO ") and (match := match_step(line)):
+                groups = match.groups()
+                if groups[5] is None:
+                    self._start_step_head(line, match, out)
+                    continue
+                if self._open and not self._emitted:
+                    self._finish_record(out)
+                self._open = self._emitted = True
+                out.append(step_event(*groups[1:]))
+            elif self._step_head is not None and (tail := _STEP_TAIL_RE.match(line)):
+                # Joined with its head (a piece with spaces, so never folded) it is a whole Step message.
+                self._emitted = True
+                out.append(step_event(*self._step_head, *tail.groups()))
+                self._step_head = None
+            else:
+                self._feed(line, out)
+        return out
+
+    def flush(self) -> list[Event]:
+        """Complete any pending record or plain statistics block and return its events."""
+        out: list[Event] = []
+        self._finish_record(out)
+        self._finish_plain_stats(out)
+        return out
+
+    def _feed(self, line: str, out: list[Event]) -> None:
+        """The general path: any line, in any layout."""
         line = line.rstrip("\r\n")
         if "\r" in line:
             # Carriage-return redraws (progress bars): only the last state was visible.
@@ -95,28 +145,27 @@ class LogParser:
             line = _ANSI_RE.sub("", line)
         level = _LEVEL_RE.match(line) if line[:1] in "DIWEC" else None
         if level:
-            events = self._finish_record()
-            events.extend(self._start_record(line, level))
-            return events
-        if self._pieces and line.startswith(_CONTINUATION):
-            self._pieces.append(line[9:].rstrip())
-            self._line_widths.append(_cell_len(line[9:].rstrip()))
-            if not self._emitted and self._pieces[0].startswith("Step"):
-                return self._try_eager_step()
-            return []
-        events = self._finish_record()
-        events.extend(self._plain(line.rstrip()))
-        return events
+            self._finish_record(out)
+            self._start_record(line, level, out)
+        elif self._open and line.startswith(_CONTINUATION):
+            self._continue_record(line, out)
+        else:
+            self._finish_record(out)
+            self._plain(line.rstrip(), out)
 
-    def flush(self) -> list[Event]:
-        """Complete any pending record or plain statistics block and return its events."""
-        events = self._finish_record()
-        events.extend(self._finish_plain_stats())
-        return events
+    def _start_step_head(self, line: str, match: re.Match[str], out: list[Event]) -> None:
+        """Open the record of a Step head as ``_start_record`` would; it waits for its continuation."""
+        self._finish_record(out)
+        self._open, self._emitted = True, False
+        self._level = "INFO"
+        self._first_line = line
+        self._location_end = match.end()
+        self._pieces = [match.group(1)]
+        self._step_head = match.group(2, 3, 4, 5)
 
     # -- Rich records ------------------------------------------------------------------------------
 
-    def _start_record(self, line: str, level: re.Match[str]) -> list[Event]:
+    def _start_record(self, line: str, level: re.Match[str], out: list[Event]) -> None:
         self._level = level.group(1)
         body = line.rstrip()
         # The location is the last space-separated token; rfind avoids a regex scan of the padding.
@@ -129,18 +178,25 @@ class LogParser:
             msg = _RANK_RE.sub("", msg, count=1)
         msg = msg.strip()
         self._pieces = [msg]
-        self._line_widths = [-1]
+        self._open = True
         self._emitted = False
+        self._step_head = None
         if msg.startswith("Step"):
-            return self._try_eager_step()
-        return []
+            self._try_eager_step(out)
 
-    def _try_eager_step(self) -> list[Event]:
+    def _continue_record(self, line: str, out: list[Event]) -> None:
+        if self._emitted:
+            return
+        self._step_head = None
+        self._pieces.append(line[9:].rstrip())
+        if self._pieces[0].startswith("Step"):
+            self._try_eager_step(out)
+
+    def _try_eager_step(self, out: list[Event]) -> None:
         match = STEP_RE.match(self._joined())
         if match:
             self._emitted = True
-            return [step_event(match)]
-        return []
+            out.append(step_event(*match.groups()))
 
     def _column_width(self) -> int | None:
         """Cells of the message column, known only when the first line carried a location."""
@@ -149,68 +205,69 @@ class LogParser:
         return _cell_len(self._first_line[: self._location_end]) - 1 - 9
 
     def _joined(self) -> str:
-        if len(self._pieces) == 1:
-            return self._pieces[0]
-        width = self._column_width()
-        first_text = self._first_line[9: self._location_end].rstrip() if width is not None else ""
-        widths = [_cell_len(first_text)] + self._line_widths[1:]
-        text = self._pieces[0]
-        for index in range(1, len(self._pieces)):
+        pieces = self._pieces
+        text = pieces[0]
+        for index in range(1, len(pieces)):
             # Rich folds only a word longer than the column, starting it on a fresh line: such a piece
             # is one word filling the column exactly. A piece with spaces that fills the column merely
             # ended at a word boundary, so the dropped space is restored.
-            previous = self._pieces[index - 1]
-            folded = width is not None and widths[index - 1] >= width and " " not in previous
-            text += ("" if folded else " ") + self._pieces[index]
+            previous = pieces[index - 1]
+            folded = " " not in previous and self._fills_column(index - 1)
+            text += ("" if folded else " ") + pieces[index]
         return text
 
-    def _finish_record(self) -> list[Event]:
-        if not self._pieces:
-            return []
-        events: list[Event] = []
+    def _fills_column(self, index: int) -> bool:
+        """Whether physical line ``index`` of the record filled the message column (known with a location)."""
+        width = self._column_width()
+        if width is None:
+            return False
+        text = self._first_line[9: self._location_end].rstrip() if index == 0 else self._pieces[index]
+        return _cell_len(text) >= width
+
+    def _finish_record(self, out: list[Event]) -> None:
+        if not self._open:
+            return
         if not self._emitted:
             text = self._joined()
             events = message_events(text)
+            out.extend(events)
             if self._level in ("ERROR", "CRITICAL") and not any(isinstance(e, ErrorSignal) for e in events):
-                events.append(ErrorSignal("logged_error", text))
+                out.append(ErrorSignal("logged_error", text))
+        self._open = self._emitted = False
         self._pieces = []
-        self._emitted = False
-        return events
+        self._step_head = None
 
     # -- plain lines (stderr, typer.echo, wandb, tracebacks) ---------------------------------------
 
-    def _plain(self, line: str) -> list[Event]:
+    def _plain(self, line: str, out: list[Event]) -> None:
         if self._plain_stats is not None:
             if STATS_ITEM_LINE_RE.match(line):
                 self._plain_stats.append(line.strip())
-                return []
-            events = self._finish_plain_stats()
-        else:
-            events = []
+                return
+            self._finish_plain_stats(out)
         if not line:
-            return events
+            return
         if "Training Statistics:" in line and stats_event(line) is None:
             self._plain_stats = [line.strip()]
-            return events
+            return
         msg = line.strip()
         if msg.startswith("[rank "):
             msg = _RANK_RE.sub("", msg, count=1)
-        events.extend(message_events(msg) if msg else [])
-        return events
+        if msg:
+            out.extend(message_events(msg))
 
-    def _finish_plain_stats(self) -> list[Event]:
+    def _finish_plain_stats(self, out: list[Event]) -> None:
         if self._plain_stats is None:
-            return []
+            return
         stats = stats_event(" ".join(self._plain_stats))
         self._plain_stats = None
-        return [stats] if stats else []
+        if stats:
+            out.append(stats)
 
 
 def parse_lines(lines: Iterable[str]) -> list[Event]:
     """Parse a finished sequence of lines (a whole log or a tail) into events, flushing at the end."""
     parser = LogParser()
-    events: list[Event] = []
-    for line in lines:
-        events.extend(parser.feed(line))
+    events = parser.feed_lines(lines)
     events.extend(parser.flush())
     return events

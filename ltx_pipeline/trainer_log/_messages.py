@@ -113,10 +113,10 @@ def _error_signals(text: str) -> list[ErrorSignal]:
     return []
 
 
-def step_event(match: re.Match[str]) -> StepEvent:
-    """The ``StepEvent`` of a ``STEP_RE`` match."""
-    step, total, loss, lr, step_time, hours, minutes = match.groups()
-    total_time = int(hours) * 3600 + int(minutes) * 60 if hours is not None else None
+def step_event(step: str, total: str, loss: str, lr: str, step_time: str, hours: str | None,
+               minutes: str | None) -> StepEvent:
+    """The ``StepEvent`` of the groups of a ``STEP_RE`` match."""
+    total_time = int(hours) * 3600 + int(minutes) * 60 if hours is not None and minutes is not None else None
     return StepEvent(int(step), int(total), float(loss), float(lr), float(step_time), total_time)
 
 
@@ -140,7 +140,7 @@ def message_events(msg: str) -> list[Event]:
     """Events for one complete logical message (a joined Rich record or a plain line)."""
     match = STEP_RE.search(msg)
     if match:
-        return [step_event(match)]
+        return [step_event(*match.groups())]
     events: list[Event] = []
     if "weights for step" in msg and (match := _CKPT_RE.search(msg)):
         kind = "model" if match.group(1) == "Model" else "lora"

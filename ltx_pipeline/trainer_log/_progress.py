@@ -105,20 +105,27 @@ class TrainingProgress:
 
     def feed(self, events: Iterable[Event]) -> None:
         """Fold several events in, in order."""
+        on_step, update = self._on_step, self.update
         for event in events:
-            self.update(event)
+            # Step events are nearly all of them: skip update's isinstance chain.
+            if type(event) is StepEvent:
+                on_step(event)
+            else:
+                update(event)
 
     def _on_step(self, event: StepEvent) -> None:
+        step, total_time = event.step, event.total_time_s
         self.total_steps = event.total
-        self.last_step = event.step if self.last_step is None else max(self.last_step, event.step)
-        self.losses[event.step] = event.loss
-        if self.start_step is None and event.total_time_s is None:
+        if self.last_step is None or step > self.last_step:
+            self.last_step = step
+        self.losses[step] = event.loss
+        if self.start_step is None and total_time is None:
             # No start line seen (a log tail): "calculating..." marks the start step's micro-steps.
-            self.start_step = event.step
-        if event.total_time_s is None or self._is_contaminated(event.step):
-            self.step_times.pop(event.step, None)
+            self.start_step = step
+        if total_time is None or self._is_contaminated(step):
+            self.step_times.pop(step, None)
         else:
-            self.step_times[event.step] = event.step_time
+            self.step_times[step] = event.step_time
 
     def _mark_busy(self, step: int) -> None:
         self.busy_steps.add(step)
