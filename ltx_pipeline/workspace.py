@@ -183,6 +183,18 @@ class Workspace:
     def optuna_db_file(self) -> Path:
         return self.root / OPTUNA_DB_FILENAME
 
+    @property
+    def store(self) -> Path | str:
+        """The store this workspace uses: ``$LTX_PIPELINE_STORE`` (a shared server) or its SQLite file."""
+        from ltx_pipeline.store.location import store_target
+
+        return store_target(self.db_file)
+
+    def has_store(self) -> bool:
+        """Whether a store exists to read: a server URL always does; the SQLite file once created."""
+        store = self.store
+        return not isinstance(store, Path) or store.exists()
+
     def run(self, name: str) -> RunPaths:
         validate_run_name(name)
         return RunPaths(ensure_inside(self.root, self.root / name))

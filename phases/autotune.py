@@ -46,6 +46,7 @@ from ltx_pipeline.steps.autotune import study as studies
 from ltx_pipeline.steps.autotune.prior import prior_disagreement, prior_key, same_knobs
 from ltx_pipeline.steps.preprocess import preprocess, write_subset_metadata
 from ltx_pipeline.steps.validation import LaunchTarget, validate_stage
+from ltx_pipeline.store.location import redact
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE"]
@@ -140,11 +141,11 @@ class _Sweep:
 
     def run(self, sanity_root: str) -> dict[str, Any]:
         ctx = self.ctx
-        storage = ctx.workspace / "optuna.db"
-        study, name = studies.open_study(str(storage), ctx.run_name, digest(_inputs(ctx)))
+        storage = studies.storage_for(ctx.workspace)
+        study, name = studies.open_study(storage, ctx.run_name, digest(_inputs(ctx)))
         key = prior_key(ctx, self.space)
         studies.mark_prior_key(study, key)
-        prior = studies.find_prior(str(storage), key, exclude=name)
+        prior = studies.find_prior(storage, key, exclude=name)
         dists = studies.distributions(self.space)
         self._resume(study)
         self._apply_prior(prior)
@@ -353,13 +354,15 @@ class _Sweep:
             self.failure = {**record, "failure_kind": extra.get("failure_kind"), "fixes": extra.get("fixes") or []}
         return record
 
-    def _finish(self, study_name: str, storage: Path) -> dict[str, Any]:
+    def _finish(self, study_name: str, storage: str) -> dict[str, Any]:
         ctx = self.ctx
         best = self.planner.best()
         winner = self.planner.winner() if best else None
         change = deltas(winner, self.baseline) if winner else {}
         outputs: dict[str, Any] = {
-            "study": study_name, "storage": str(storage), "capacity_gb": self.capacity,
+            # The optuna.db path, or the server's URL with its password replaced: never a secret in outputs.
+            "study": study_name, "storage": storage.removeprefix("sqlite:///") if storage.startswith("sqlite:///")
+            else redact(storage), "capacity_gb": self.capacity,
             "headroom": ctx.request.headroom, "limit_gb": self.planner.limit_gb, "effective_batch": self.effective,
             "baseline": self.baseline, "trials": self.trials,
             "pruned": [{"knobs": p.knobs, "reason": p.reason} for p in self.planner.pruned],

@@ -109,7 +109,7 @@ def _verify_memory_model(ctx: RunContext, stages: list[dict[str, Any]]) -> dict[
     if error is not None:
         from ltx_pipeline.steps.autotune import study as studies
 
-        studies.record_memory_miss(sweep["storage"], sweep["study"], {"run": ctx.run_name, **verdict,
+        studies.record_memory_miss(studies.storage_for(ctx.workspace), sweep["study"], {"run": ctx.run_name, **verdict,
                                                                       "knobs": sweep.get("winner")})
         ctx.warn(f"Memory model miss: autotune predicted {predicted:.1f} GB for {sweep.get('winner')}; the trainer "
                  f"reported a {measured:.1f} GB peak ({error:+.0%}, beyond ±{MISS_TOLERANCE:.0%}); recorded in the "

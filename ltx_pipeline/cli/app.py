@@ -6,10 +6,14 @@ this module); this one only assembles them. Outcomes become exit codes in ``cli.
 
 from __future__ import annotations
 
+import os
+from typing import Annotated
+
 import typer
 
 from ltx_pipeline.cli import config_tools, demo, training, workflow
 from ltx_pipeline.cli.bench import bench_app
+from ltx_pipeline.store.location import STORE_ENV
 
 __all__ = ["app"]
 
@@ -17,6 +21,16 @@ __all__ = ["app"]
 # markdown-it, a quarter of `--help`'s time (#16).
 app = typer.Typer(name="ltx-pipeline", add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
                   no_args_is_help=True, help="Plan, tune, train and monitor LTX-2 LoRAs with ltx-trainer.")
+
+@app.callback()
+def _options(store: Annotated[str | None, typer.Option(
+        "--store", envvar=STORE_ENV, show_envvar=True,
+        help="The store: a SQLAlchemy URL such as postgresql+psycopg://user@host/db, shared by several hosts "
+             "(default: the workspace's own SQLite file).")] = None) -> None:
+    """Plan, tune, train and monitor LTX-2 LoRAs with ltx-trainer."""
+    if store:
+        os.environ[STORE_ENV] = store  # every command (and the processes it starts) opens this store
+
 
 app.command("run")(workflow.run)
 app.command("init")(workflow.init)

@@ -79,7 +79,7 @@ def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any, run_name
         atomic_write(data / "dataset.json", json.dumps(rows))
     ws = Workspace.at(root / "workspace")
     ws.create()
-    store = Store.open(ws.db_file)
+    store = Store.open(ws.db_file)  # a benchmark's throw-away store: always the embedded one
     request = build_request({"dataset": str(data / "dataset.json"), "backend": "simulated",
                              "surface": str(surface_path), "strategy": _strategy(surface_path),
                              **_buckets(surface_path),

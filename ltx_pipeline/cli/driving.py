@@ -83,10 +83,10 @@ def _existing(path: Path, option: str) -> Path:
 
 def open_workspace(workspace: Path | None, create: bool = True) -> tuple[Workspace, Store | None]:
     ws = Workspace.at(workspace)
-    if not create and not ws.db_file.exists():
+    if not create and not ws.has_store():
         return ws, None
     ws.create()
-    return ws, Store.open(ws.db_file)
+    return ws, Store.open(ws.store)
 
 
 def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict[str, Any]) -> tuple[Run, RunRequest]:

@@ -38,9 +38,9 @@ def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
     from ltx_pipeline.workspace import Workspace
 
     ws = Workspace.at(workspace)
-    if not ws.db_file.exists():
+    if not ws.has_store():
         raise BadRequest(f"No workspace database in {ws.root}", where="--workspace", fix="pass the run's workspace")
-    store = Store.open(ws.db_file)
+    store = Store.open(ws.store)
     runs = store.list_runs()
     run = store.get_run(run_name) if run_name else max(runs, key=lambda r: r.updated_at, default=None)
     if run is None:

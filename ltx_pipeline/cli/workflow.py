@@ -187,7 +187,8 @@ def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
     ws = Workspace.at(workspace)
     # The standard library's sqlite3 reads a store at the newest schema; an older one goes through
     # the full store, which upgrades it (what status always did).
-    store = StoreReader.open(ws.db_file) or _full_store(ws)
+    target = ws.store
+    store = (StoreReader.open(target) if isinstance(target, Path) else None) or _full_store(ws)
     report = status_report(store, ws, run_name, log_summary=_log_summary)
     if run_name and not report["runs"]:
         raise BadRequest(f"No run named {run_name!r} in {ws.root}", where="--run", fix="omit --run to list all")
@@ -203,12 +204,13 @@ def _log_summary(log: Path) -> dict[str, Any]:
 
 
 def _full_store(ws: Workspace) -> Store | None:
-    """The SQLAlchemy store (upgrading an older schema), or None when the workspace has no database."""
-    if not ws.db_file.exists():
+    """The SQLAlchemy store (a server's, or a SQLite file at an older schema, which it upgrades), or None when
+    the workspace has no database."""
+    if not ws.has_store():
         return None
     from ltx_pipeline.store import Store
 
-    return Store.open(ws.db_file)
+    return Store.open(ws.store)
 
 
 def _eval_options(prompts: list[str] | None, skip: bool | None) -> dict[str, object]:

@@ -72,7 +72,7 @@ class Runner:
             PhaseFailed: a phase raised an unexpected error (traceback in the engine log).
         """
         paths = self.workspace.run(run.name)
-        with DriverLock(paths.lock_file, run.name):
+        with DriverLock(paths.lock_file, run.name, store=self.store):
             for phase_name in self.store.interrupt_running(saved_id(run)):
                 self._emit(run, f"{phase_name} was interrupted last time; it runs again (what it launched and "
                            "is still alive is re-attached, never launched twice)", "warning", phase_name)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.engine.gates import current_gate
 from ltx_pipeline.engine.live import live_training
+from ltx_pipeline.engine.lock import driver_on_store
 from ltx_pipeline.store.rows import saved_id
 from ltx_pipeline.workspace import Workspace
 
@@ -43,7 +44,8 @@ def status_report(store: Store | StoreReader | None, workspace: Workspace, run_n
 def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Record,
                log_summary: Any = None) -> dict[str, Any]:
     paths = workspace.run(run.name)
-    driver = driver_alive(paths.lock_file)
+    # On a shared server the driver may be on another host: the server's advisory lock says who holds the run.
+    driver = driver_on_store(store, run.name) if getattr(store, "is_postgres", False) else driver_alive(paths.lock_file)
     run_id = saved_id(run)
     latest = store.latest_phase_runs(run_id)
     state = run.state

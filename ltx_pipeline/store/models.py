@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from ltx_pipeline.store.rows import saved_id
@@ -108,7 +108,7 @@ class Process(SQLModel, table=True):
     env: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     printable: str
     log_path: str
-    log_offset: int = Field(default=0)
+    log_offset: int = Field(default=0, sa_type=BigInteger)  # a log past 2 GiB: 64-bit on every database
     status: str = Field(default="running")  # running, exited, crashed, stopped
     exit_code: int | None = None
     stopped_by_user: bool = Field(default=False)
@@ -160,7 +160,7 @@ class MediaFacts(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     path: str = Field(index=True, unique=True)
-    size: int
-    mtime_ns: int
+    size: int = Field(sa_type=BigInteger)  # bytes: past 2 GiB
+    mtime_ns: int = Field(sa_type=BigInteger)  # nanoseconds since 1970: past 2**31 long ago
     facts: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     read_at: datetime = Field(default_factory=utcnow)

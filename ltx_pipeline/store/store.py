@@ -7,15 +7,17 @@ SIGKILL at any instant therefore loses nothing that was committed and leaves not
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import event, func
-from sqlalchemy.engine import Engine
+from sqlalchemy import event, func, text
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
+from ltx_pipeline.store.location import is_sqlite
 from ltx_pipeline.store.migrate import upgrade
 from ltx_pipeline.store.models import (
     Approval,
@@ -32,6 +34,14 @@ from ltx_pipeline.store.models import (
 __all__ = ["Store"]
 
 _Row = TypeVar("_Row", bound=SQLModel)
+
+
+_HOLDER_PREFIX = "ltx:"
+
+
+def _lock_key(name: str) -> int:
+    """A stable signed 64-bit advisory-lock key for a lock name (the same on every host)."""
+    return int.from_bytes(hashlib.sha256(f"ltx-pipeline:{name}".encode()).digest()[:8], "big", signed=True)
 
 
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
@@ -62,13 +72,68 @@ class Store:
         self.engine = engine
 
     @classmethod
-    def open(cls, db_file: Path) -> Store:
-        """Open (creating if needed) and upgrade the database to the newest schema."""
-        db_file.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(f"sqlite:///{db_file}", connect_args={"timeout": 30})
-        event.listen(engine, "connect", _configure_sqlite)
+    def open(cls, target: Path | str) -> Store:
+        """Open (creating if needed) and upgrade the database to the newest schema.
+
+        ``target``: a SQLite file (the embedded default) or a SQLAlchemy URL (``store.location``), e.g.
+        ``postgresql+psycopg://...`` for a store shared by several hosts. The same models and
+        migrations run on both.
+        """
+        if isinstance(target, str) and not is_sqlite(target):
+            engine = create_engine(target, pool_pre_ping=True)
+        else:
+            db_file = Path(target) if isinstance(target, Path) else Path(target[len("sqlite:///"):])
+            db_file.parent.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(f"sqlite:///{db_file}", connect_args={"timeout": 30})
+            event.listen(engine, "connect", _configure_sqlite)
         upgrade(engine)
         return cls(engine)
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
+    # -- cross-host locks (PostgreSQL advisory locks) --------------------------------------------
+    def hold_lock(self, name: str, holder: dict[str, Any]) -> Connection | None:
+        """Take the session advisory lock ``name`` on a connection of its own, or None when it is held.
+
+        The lock lives as long as the returned connection (``release_lock``) or the process holding it:
+        PostgreSQL drops a dead session's locks. ``holder`` (pid, host, since) is carried as the
+        connection's application_name, so another host can name who holds it (``lock_holder``).
+        """
+        connection = self.engine.connect()
+        # application_name holds 63 bytes: pid and start time first, the host (cut if long) last.
+        label = f"{_HOLDER_PREFIX}{holder.get('pid')}|{holder.get('since')}|{holder.get('host')}"
+        connection.execute(text("SELECT set_config('application_name', :name, false)"),
+                           {"name": label.encode()[:63].decode(errors="ignore")})
+        taken = connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": _lock_key(name)}).scalar()
+        connection.commit()
+        if taken:
+            return connection
+        connection.close()
+        return None
+
+    @staticmethod
+    def release_lock(name: str, connection: Connection) -> None:
+        try:
+            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _lock_key(name)})
+            connection.commit()
+        finally:
+            connection.close()
+
+    def lock_holder(self, name: str) -> dict[str, Any] | None:
+        """Who holds the advisory lock ``name`` (as ``hold_lock`` recorded it), from any host; None if nobody."""
+        key = _lock_key(name)
+        with self.engine.connect() as connection:
+            found = connection.execute(text(
+                "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.locktype = 'advisory' AND l.granted AND l.classid::bigint = :hi "
+                "AND l.objid::bigint = :lo AND l.objsubid = 1"), {"hi": (key >> 32) & 0xFFFFFFFF,
+                                                                  "lo": key & 0xFFFFFFFF}).scalar()
+        if found is None:
+            return None
+        pid, since, host = (str(found).removeprefix(_HOLDER_PREFIX).split("|", 2) + ["unknown"] * 3)[:3]
+        return {"pid": int(pid) if pid.isdigit() else None, "since": since, "host": host}
 
     def close(self) -> None:
         self.engine.dispose()

@@ -118,6 +118,11 @@ def render_log(outputs: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _dashboard_url(storage: str) -> str:
+    """What optuna-dashboard opens: the SQLite file as a URL, a server's URL as shown (password replaced)."""
+    return storage if "://" in storage else f"sqlite:///{storage}"
+
+
 def _cell(text: Any) -> str:
     return str(text or "").replace("|", "/").replace("\n", " ")
 
@@ -128,7 +133,7 @@ def render_markdown(outputs: dict[str, Any], *, failure: str | None = None) -> s
     trials = outputs["trials"]
     assumed = [t for t in trials if _assumed(t)]
     out.write(f"# Autotune\n\nOptuna study `{outputs['study']}` in `{outputs['storage']}` (open it with "
-              f"`optuna-dashboard sqlite:///{outputs['storage']}`).\n\n")
+              f"`optuna-dashboard {_dashboard_url(outputs['storage'])}`).\n\n")
     limit_note = (" (not applied to the trials whose memory was not measured)" if assumed else "")
     out.write(f"Capacity {outputs['capacity_gb']:.1f} GB, headroom {outputs['headroom']:.0%}: a config fits at or "
               f"below {outputs['limit_gb']:.1f} GB{limit_note}. Objective: seconds per optimizer step at the planned "

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.ltx.autotune import SPACE_KEYS, Knobs, Pruned, TrialResult
 from ltx_pipeline.steps.autotune._trial import MeasuredTrialResult
+from ltx_pipeline.store.location import OPTUNA_SCHEMA, optuna_storage, store_target
+from ltx_pipeline.workspace import DB_FILENAME, OPTUNA_DB_FILENAME
 
 __all__ = ["ORPHAN_REASON", "ask_trial", "distributions", "fail_orphan", "finished_results", "open_study",
            "orphans", "record_pruned", "tell_result"]
@@ -26,6 +29,30 @@ _MEASURES = ("step_time_s", "peak_vram_gb", "validation_peak_vram_gb", "seconds"
 # Where each memory figure came from, and whether the fit was assumed (memory not measurable): kept
 # with the trial so a resumed sweep judges a replayed trial exactly as the live one was judged.
 _MEMORY = ("peak_source", "validation_peak_source", "memory_note", "assumed_fit", "order_gb")
+
+
+def storage_for(workspace: Path) -> str:
+    """The study storage of a workspace: its ``optuna.db``, or the ``optuna`` schema of its shared store.
+
+    Computed each time from ``LTX_PIPELINE_STORE``, so a server password is never written into outputs.
+    """
+    return optuna_storage(store_target(workspace / DB_FILENAME), workspace / OPTUNA_DB_FILENAME)
+
+
+def rdb_storage(storage: str) -> Any:
+    """Optuna's RDB storage for a storage URL (or a SQLite file path); a PostgreSQL schema is created first."""
+    import optuna
+
+    url = storage if "://" in storage else f"sqlite:///{storage}"
+    if url.startswith("sqlite"):
+        return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {OPTUNA_SCHEMA}"))
+    engine.dispose()
+    return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
 
 
 def open_study(storage_file: str, run_name: str, inputs_key: str) -> tuple[Any, str]:
@@ -40,8 +67,7 @@ def open_study(storage_file: str, run_name: str, inputs_key: str) -> tuple[Any, 
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = optuna.storages.RDBStorage(f"sqlite:///{storage_file}",
-                                         engine_kwargs={"connect_args": {"timeout": 60}})
+    storage = rdb_storage(storage_file)
     existing = {s.study_name: s for s in optuna.get_all_study_summaries(storage)}
     index = 1
     while True:
@@ -191,8 +217,7 @@ def find_prior(storage_file: str, key: str, *, exclude: str) -> tuple[str, list[
     """The newest finished study with this prior key (not ``exclude``), and its finished results; None when none."""
     import optuna
 
-    storage = optuna.storages.RDBStorage(f"sqlite:///{storage_file}",
-                                         engine_kwargs={"connect_args": {"timeout": 60}})
+    storage = rdb_storage(storage_file)
     found = [s for s in optuna.get_all_study_summaries(storage)
              if s.study_name != exclude and s.user_attrs.get("prior_key") == key and s.user_attrs.get("finished")]
     if not found:
@@ -206,5 +231,5 @@ def record_memory_miss(storage_file: str, study_name: str, miss: dict[str, Any])
     """Append a memory-model miss (predicted vs the training's measured peak) to the sweep's study."""
     import optuna
 
-    study = optuna.load_study(study_name=study_name, storage=f"sqlite:///{storage_file}")
+    study = optuna.load_study(study_name=study_name, storage=rdb_storage(storage_file))
     study.set_user_attr("memory_model_misses", [*(study.user_attrs.get("memory_model_misses") or []), miss])

@@ -1,0 +1,198 @@
+"""The store on a real PostgreSQL server, as a team shares it: migrations, a whole run, two hosts contending.
+
+The server is started by the suite itself (``postgres_server`` below: Debian's ``postgresql`` binaries,
+which ``.ci/run`` installs when they are missing; as root the server runs as the package's ``postgres``
+user), one database per test. The same SQLModel models and Alembic migrations run here as on SQLite.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ltx_pipeline.cli import main
+from tests.phases.train_helpers import clips, simulated_args
+
+ENGINE = [sys.executable, "-c", "from ltx_pipeline.cli import main; main()"]
+HOLD = '''
+import os, pathlib, time
+from ltx_pipeline.store import store as _store
+
+_begin = _store.Store.begin_phase
+
+
+def _hold(self, run_id, phase, **kwargs):
+    row = _begin(self, run_id, phase, **kwargs)
+    if phase == os.environ.get("HOLD_IN_PHASE"):
+        pathlib.Path(os.environ["HOLD_MARKER"]).write_text(phase)
+        time.sleep(120)
+    return row
+
+
+_store.Store.begin_phase = _hold
+'''
+
+
+def _server_binaries() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Path]:
+    """A PostgreSQL server on a Unix socket in a fresh folder; yields that folder (the socket's directory)."""
+    binaries = _server_binaries()
+    if binaries is None:
+        pytest.skip("PostgreSQL's server binaries are not installed (.ci/run installs Debian's postgresql)")
+    root = Path(tempfile.mkdtemp(prefix="ltx-pg-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses root: the Debian package's postgres user runs it
+        import pwd
+
+        user = pwd.getpwnam("postgres")
+        os.chown(root, user.pw_uid, user.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    data = root / "data"
+    subprocess.run([*as_user, str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "ltx"], check=True,
+                   capture_output=True, timeout=120)
+    subprocess.run([*as_user, str(binaries / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"), "-w",
+                    "-o", f"-k {root} -c listen_addresses='' -F", "start"],
+                   check=True, capture_output=True, timeout=120)
+    try:
+        yield root
+    finally:
+        subprocess.run([*as_user, str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                       capture_output=True, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def new_database(server: Path) -> str:
+    """A fresh database on the server, as the SQLAlchemy URL a team would pass to --store."""
+    import psycopg
+
+    name = f"ltx_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(host=str(server), user="ltx", dbname="postgres", autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {name}")
+    return f"postgresql+psycopg://ltx@/{name}?host={server}"
+
+
+@pytest.fixture
+def store_url(postgres_server: Path) -> str:
+    return new_database(postgres_server)
+
+
+def _schema_drift(url: str) -> list:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from sqlalchemy import create_engine
+    from sqlmodel import SQLModel
+
+    import ltx_pipeline.store.models  # noqa: F401 - the tables
+    from ltx_pipeline.store.revision import VERSION_TABLE
+
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True, "version_table": VERSION_TABLE})
+        drift = compare_metadata(context, SQLModel.metadata)
+    engine.dispose()
+    return drift
+
+
+def test_migrations_run_on_postgresql_from_empty_and_from_0001(store_url: str, postgres_server: Path) -> None:
+    from sqlalchemy import create_engine
+
+    from ltx_pipeline.store import Store
+    from ltx_pipeline.store.migrate import current_revision, upgrade
+    from ltx_pipeline.store.revision import head_revision
+
+    store = Store.open(store_url)
+    assert store.is_postgres and current_revision(store.engine) == head_revision()
+    assert _schema_drift(store_url) == []  # exactly the models' schema
+    run = store.create_run("r1", {"dataset": "x"})
+    assert store.get_run("r1").id == run.id
+    store.close()
+    older = new_database(postgres_server)
+    engine = create_engine(older)
+    upgrade(engine, "0001")
+    assert current_revision(engine) == "0001"
+    engine.dispose()
+    Store.open(older).close()  # from 0001 to the newest
+    assert _schema_drift(older) == []
+
+
+def test_a_whole_run_on_the_shared_store_keeps_nothing_in_the_workspace_file(store_url: str, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import optuna
+
+    from ltx_pipeline.store import Store
+    from ltx_pipeline.store.location import optuna_storage
+
+    monkeypatch.setenv("LTX_PIPELINE_STORE", store_url)
+    workspace = tmp_path / "ws"
+    assert main(simulated_args(workspace, clips(tmp_path / "data"), "--steps", "20", "--skip-eval")) == 0
+    assert not (workspace / "ltx-pipeline.db").exists() and not (workspace / "optuna.db").exists()
+    store = Store.open(store_url)
+    assert store.get_run("r1").state == "finished"
+    assert set(store.latest_phase_runs(store.get_run("r1").id)) >= {"autotune", "train", "monitor", "evaluate"}
+    study = optuna.load_study(study_name="r1-autotune", storage=optuna_storage(store_url, workspace / "optuna.db"))
+    assert study.trials and study.user_attrs.get("finished") is True
+    autotune = store.latest_phase_runs(store.get_run("r1").id)["autotune"].outputs
+    assert autotune["storage"].startswith("postgresql+psycopg://ltx@/")  # shown, never with a password
+    done = subprocess.run([*ENGINE, "status", "--workspace", str(workspace), "--json"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["runs"][0]["state"] == "finished"
+
+
+def test_two_engines_on_two_hosts_contend_for_a_run_and_the_second_names_the_first(store_url: str,
+                                                                                   tmp_path: Path) -> None:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(HOLD)
+    marker = tmp_path / "held"
+    base = {**os.environ, "LTX_PIPELINE_STORE": store_url, "LTX_SIMULATED_TIME_SCALE": "0",
+            "PYTHONPATH": os.pathsep.join([str(hooks), os.environ.get("PYTHONPATH", "")])}
+    host_a, host_b = tmp_path / "host-a" / "ws", tmp_path / "host-b" / "ws"
+    first = subprocess.Popen([*ENGINE, *simulated_args(host_a, clips(tmp_path / "data"), "--steps", "20")],
+                             env={**base, "LTX_PIPELINE_HOST_ID": "host-a", "HOLD_IN_PHASE": "data_check",
+                                  "HOLD_MARKER": str(marker)},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert first.poll() is None, first.stderr.read().decode()[-1500:]
+            assert time.monotonic() < deadline, "the first engine never reached data_check"
+            time.sleep(0.05)
+        # The second host has its own workspace folder (its own flock file) and the run's run.yaml.
+        (host_b / "r1").mkdir(parents=True)
+        shutil.copy(host_a / "r1" / "run.yaml", host_b / "r1" / "run.yaml")
+        env_b = {**base, "LTX_PIPELINE_HOST_ID": "host-b"}
+        second = subprocess.run([*ENGINE, "resume", "--workspace", str(host_b), "--run", "r1"], env=env_b,
+                                capture_output=True, text=True, timeout=120)
+        assert second.returncode == 4, second.stderr
+        assert f"pid {first.pid} on host-a since " in second.stderr and second.stderr.count("\n") == 1
+        status = subprocess.run([*ENGINE, "status", "--workspace", str(host_b), "--json"], env=env_b,
+                                capture_output=True, text=True, timeout=120)
+        driver = json.loads(status.stdout)["runs"][0]["driver"]
+        assert driver["host"] == "host-a" and driver["pid"] == first.pid
+    finally:
+        os.killpg(first.pid, 9)
+        first.wait(timeout=30)
+    # The holder died: the server dropped its lock, and the other host may drive the run now.
+    status = subprocess.run([*ENGINE, "status", "--workspace", str(host_b), "--json"], env=env_b,
+                            capture_output=True, text=True, timeout=120)
+    assert json.loads(status.stdout)["runs"][0]["driver"] is None
