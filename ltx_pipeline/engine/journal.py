@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ltx_pipeline.engine.processes import exit_record, is_alive, launch_detached, stop_group
+from ltx_pipeline.engine.processes import (
+    exit_record,
+    heartbeat_fresh,
+    host_id,
+    is_alive,
+    launch_detached,
+    stop_group,
+)
 from ltx_pipeline.store import Process, Store, saved_id
 from ltx_pipeline.store.models import utcnow
 
@@ -75,12 +82,17 @@ class ProcessHandle:
     log_offset: int
     status: str
     printable: str
+    heartbeat_at: Any = None
 
     @property
     def exit_file(self) -> Path:
         return Path(f"{self.log_path}.exit")
 
     def alive(self) -> bool:
+        if self.host != host_id():
+            # On another host (a shared store): alive while its supervisor's heartbeat is fresh and no
+            # exit record says it ended.
+            return heartbeat_fresh(self.heartbeat_at) and exit_record(self.exit_file) is None
         # The supervisor's command line names its exit file: evidence that survives a clock shift.
         return is_alive(self.pid, self.create_time, self.host, marker=str(self.exit_file))
 
@@ -91,7 +103,7 @@ class ProcessHandle:
     @classmethod
     def of(cls, row: Process) -> ProcessHandle:
         return cls(saved_id(row), row.kind, row.stage, row.pid, row.create_time, row.host, Path(row.log_path),
-                   row.log_offset, row.status, row.printable)
+                   row.log_offset, row.status, row.printable, row.heartbeat_at)
 
 
 class RunJournal:

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ltx_pipeline.engine.processes import exit_record, is_alive
+from ltx_pipeline.engine.processes import exit_record, heartbeat_fresh, host_id, is_alive
 from ltx_pipeline.store.rows import saved_id
 
 if TYPE_CHECKING:  # the reader and the full store answer the same queries
@@ -104,13 +104,17 @@ def _stage_finished(train: PhaseRun | Record | None, stage: int | None) -> bool:
 
 
 def _liveness(process: Process | Record) -> tuple[str, int | None]:
-    """running / finished / failed / stopped / crashed, decided from the OS and the supervisor's exit record."""
+    """running / finished / failed / stopped / crashed / lost, from the OS (or, for a process on another host,
+    its supervisor's heartbeat in the shared store) and the supervisor's exit record."""
     if process.status == "stopped" or (process.stopped_by_user and process.exit_code != 0):
         # A stop asked for while the trainer was ending by itself (exit 0) is no stop.
         return "stopped", process.exit_code
+    record = exit_record(Path(f"{process.log_path}.exit"))
+    if process.host != host_id() and record is None:
+        # Another host's trainer (a shared store): its supervisor's heartbeat is the only evidence.
+        return ("running" if heartbeat_fresh(process.heartbeat_at) else "lost"), None
     if is_alive(process.pid, process.create_time, process.host, marker=f"{process.log_path}.exit"):
         return "running", None
-    record = exit_record(Path(f"{process.log_path}.exit"))
     if record is None:
         return "crashed", None  # gone, and its supervisor never wrote how: killed with its group
     return ("finished" if record["exit_code"] == 0 else "failed"), record["exit_code"]

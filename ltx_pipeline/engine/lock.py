@@ -11,20 +11,15 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import socket
 import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ltx_pipeline.engine.processes import host_id
 from ltx_pipeline.errors import RunLocked
 
 __all__ = ["DriverLock", "driver_on_store", "host_id"]
-
-
-def host_id() -> str:
-    """This host's name as locks and records give it (``LTX_PIPELINE_HOST_ID`` overrides the hostname)."""
-    return os.environ.get("LTX_PIPELINE_HOST_ID") or socket.gethostname()
 
 
 class DriverLock:

@@ -36,6 +36,24 @@ class Launched:
     host: str
 
 
+#: A supervisor on a shared store says it is alive this often; a heartbeat older than the timeout is lost.
+HEARTBEAT_ENV = "LTX_PIPELINE_HEARTBEAT_S"
+HEARTBEAT_TIMEOUT_S = 60.0
+
+
+def host_id() -> str:
+    """This host's name as processes and locks record it (``LTX_PIPELINE_HOST_ID`` overrides the hostname)."""
+    return os.environ.get("LTX_PIPELINE_HOST_ID") or socket.gethostname()
+
+
+def heartbeat_fresh(heartbeat_at: Any, now: float | None = None) -> bool:
+    """Whether a recorded heartbeat (a datetime) is within ``HEARTBEAT_TIMEOUT_S`` of now."""
+    if heartbeat_at is None:
+        return False
+    stamp = heartbeat_at.timestamp() if hasattr(heartbeat_at, "timestamp") else float(heartbeat_at)
+    return (time.time() if now is None else now) - stamp <= HEARTBEAT_TIMEOUT_S
+
+
 def launch_detached(argv: Sequence[str], *, cwd: Path, env_overrides: Mapping[str, str], log_path: Path,
                     exit_file: Path) -> Launched:
     """Start ``argv`` under the supervisor in a new session, output appended to ``log_path``.
@@ -56,7 +74,7 @@ def launch_detached(argv: Sequence[str], *, cwd: Path, env_overrides: Mapping[st
     except psutil.NoSuchProcess:  # it already exited: its record still names it
         created = time.time()
     _REAPERS[proc.pid] = proc  # keep the Popen so the engine reaps it (no zombie) while it runs
-    return Launched(proc.pid, created, socket.gethostname())
+    return Launched(proc.pid, created, host_id())
 
 
 _REAPERS: dict[int, subprocess.Popen[bytes]] = {}
@@ -71,8 +89,8 @@ def is_alive(pid: int, create_time: float, host: str, marker: str | None = None)
     program matches neither, so it is never taken for our trainer; our own trainer is never taken
     for dead because the clock moved.
     """
-    if host != socket.gethostname():
-        return False
+    if host != host_id():
+        return False  # another host's process: only its heartbeat says anything (``heartbeat_fresh``)
     reaper = _REAPERS.get(pid)
     if reaper is not None and reaper.poll() is not None:
         return False

@@ -113,6 +113,7 @@ class Process(SQLModel, table=True):
     exit_code: int | None = None
     stopped_by_user: bool = Field(default=False)
     started_at: datetime = Field(default_factory=utcnow)
+    heartbeat_at: datetime | None = None  # the supervisor's last heartbeat (a store shared by hosts)
     ended_at: datetime | None = None
     config_sha256: str | None = None
 

@@ -196,3 +196,53 @@ def test_two_engines_on_two_hosts_contend_for_a_run_and_the_second_names_the_fir
     status = subprocess.run([*ENGINE, "status", "--workspace", str(host_b), "--json"], env=env_b,
                             capture_output=True, text=True, timeout=120)
     assert json.loads(status.stdout)["runs"][0]["driver"] is None
+
+
+def test_a_supervisor_on_a_shared_store_writes_its_heartbeat(store_url: str, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from ltx_pipeline.backends.base import LaunchSpec
+    from ltx_pipeline.engine.journal import RunJournal
+    from ltx_pipeline.engine.processes import heartbeat_fresh
+    from ltx_pipeline.store import Store
+
+    monkeypatch.setenv("LTX_PIPELINE_STORE", store_url)
+    monkeypatch.setenv("LTX_PIPELINE_HEARTBEAT_S", "0.2")
+    store = Store.open(store_url)
+    run = store.create_run("r1", {})
+    journal = RunJournal(store, run.id, "train")
+    handle = journal.launch("preprocess", 0, LaunchSpec((sys.executable, "-c", "import time; time.sleep(4)"),
+                                                        tmp_path), tmp_path / "work.log")
+    deadline = time.monotonic() + 10
+    while (beat := store.processes(run.id)[0].heartbeat_at) is None:
+        assert time.monotonic() < deadline, "no heartbeat reached the store"
+        time.sleep(0.1)
+    assert heartbeat_fresh(beat)
+    journal.wait(handle, timeout_s=30)
+
+
+def test_status_on_another_host_shows_a_stale_heartbeat_as_lost_never_running(store_url: str,
+                                                                              tmp_path: Path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from ltx_pipeline.store import Process, Store
+
+    store = Store.open(store_url)
+    run = store.create_run("r1", {"dataset": str(tmp_path / "data.json"), "backend": "simulated"})
+    log = tmp_path / "ws" / "r1" / "logs" / "train.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("INFO     Step 20/100 - Loss: 0.5000, LR: 1.00e-04, Time/Step: 1.00s, Total Time: 0h 2m\n")
+    row = store.add_process(Process(run_id=run.id, phase="train", kind="train", stage=1, pid=4242, create_time=0.0,
+                                    host="host-a", argv=[], cwd="/", env={}, printable="train", log_path=str(log),
+                                    status="running",
+                                    heartbeat_at=datetime.now(timezone.utc) - timedelta(minutes=5)))
+    env = {**os.environ, "LTX_PIPELINE_STORE": store_url, "LTX_PIPELINE_HOST_ID": "host-b"}
+
+    def training_state() -> str:
+        done = subprocess.run([*ENGINE, "status", "--workspace", str(tmp_path / "ws"), "--json"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["runs"][0]["training"]["state"]
+
+    assert training_state() == "lost"  # five minutes without a heartbeat: not running, whatever the row says
+    store.update_process(row.id, heartbeat_at=datetime.now(timezone.utc))
+    assert training_state() == "running"
