@@ -57,7 +57,7 @@ def events(workspace: Path) -> list[str]:
 
 def reference_run(workspace: Path, dataset: Path, smi: str, *extra: str) -> list[str]:
     return ["run", "--workspace", str(workspace), "--run", "r1", "--dataset", str(dataset), "--backend", "reference",
-            "--nvidia-smi", smi, "--approve", *extra]
+            "--nvidia-smi", smi, "--approve", "--skip-eval", *extra]  # the renders are test_evaluate's
 
 
 @pytest.mark.slow  # two preprocessings and two 2-3 step CPU trainings of the toy model

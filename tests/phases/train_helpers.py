@@ -39,9 +39,12 @@ def simulated_args(workspace: Path, dataset: Path, *extra: str, surface: Path = 
 
 
 def reference_args(workspace: Path, dataset: Path, smi: str, *extra: str) -> list[str]:
-    """A reference-backend run on a (fake) probed GPU: the toy trains with no device capacity limit."""
+    """A reference-backend run on a (fake) probed GPU: the toy trains with no device capacity limit.
+
+    The evaluation renders are left out (``--skip-eval``): tests/phases/test_evaluate.py and the demo
+    render them; elsewhere they would only add a toy render to every run."""
     return ["run", "--workspace", str(workspace), "--run", "r1", "--dataset", str(dataset), "--backend", "reference",
-            "--nvidia-smi", smi, "--buckets", "64x64x17", "--approve", *extra]
+            "--nvidia-smi", smi, "--buckets", "64x64x17", "--approve", "--skip-eval", *extra]
 
 
 def drive_until_validate(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> int:
