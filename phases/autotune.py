@@ -13,6 +13,7 @@ failure and fixes. The winner's deltas are patched into every stage config with 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from ltx_pipeline.engine.journal import ValidatedConfig
 from ltx_pipeline.errors import RunFailed
 from ltx_pipeline.ltx.autotune import (
     MEMORY_FAILURES,
+    PRECISION,
     SweepPlanner,
     deltas,
     format_knobs,
@@ -50,6 +52,10 @@ from ltx_pipeline.store.location import redact
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE"]
+
+# One clean Step line (the trainer logs every 20 steps): what a trial after the first needs once the
+# sweep knows the spread of step times on this machine.
+ONE_LINE_STEPS = 21
 
 
 class AutotunePhase:
@@ -157,18 +163,21 @@ class _Sweep:
             folder = ctx.paths.overfit / f"trial-{number:03d}"
             config = folder / "config.yaml"
             source, carried = self._carried_validation(knobs)
+            spread, settings = self._timing(number)
             write_trial_config(ctx, stage_config, config, knobs=knobs, sanity_root=sanity_root,
-                               output_dir=folder / "outputs", settings=self.settings, number=number,
+                               output_dir=folder / "outputs", settings=settings, number=number,
                                validation_from=source)
             validated = self._validate_trial(config, knobs)
             ctx.narrate(f"Trial {number}: {format_knobs(knobs)} ..." + (
                 f" (no validation pass: its memory is trial {source}'s, same quantization)" if carried else ""))
-            done = run_trial(ctx, number, config, knobs, self.settings, gpu_indices=self.gpu_indices,
-                             nvidia_smi=ctx.request.nvidia_smi, validated=validated, carried_validation=carried)
+            done = run_trial(ctx, number, config, knobs, settings, gpu_indices=self.gpu_indices,
+                             nvidia_smi=ctx.request.nvidia_smi, validated=validated, carried_validation=carried,
+                             pooled_spread=spread)
             result = done.result
             self.planner.record(result)
             fits = self.planner.fits(result)
             extra = {"trial_number": number, "host_ram_gb": done.host_ram_gb, "log": done.log,
+                     "step_spread": done.step_spread,
                      "failure_kind": done.failure_kind, "fixes": done.fixes, "environment": self._environment()}
             state = studies.tell_result(study, trial, result, fits=fits, objective=self.planner.objective(result),
                                         extra=extra)
@@ -218,6 +227,19 @@ class _Sweep:
                              f"{max(v for v in (ours['peak_vram_gb'], ours['validation_peak_vram_gb']) if v):.1f} GB)"}
         self.ctx.narrate(f"Prior study {name}: {self.prior['why']}; its {used} other result(s) settle this sweep "
                          "instead of new trials.")
+
+    def _timing(self, number: int) -> tuple[float | None, Any]:
+        """The step-time spread earlier trials measured, and this trial's settings.
+
+        The spread is the machine's and the trainer's, not a config's: once a trial has timed two clean
+        lines, later trials may rest on one (``ltx.autotune.estimate_step_time``). A backend whose
+        trials run to their end (the figures come at exit) then runs one logged line's worth of steps.
+        """
+        spreads = [t["step_spread"] for t in self.trials if t.get("step_spread") is not None]
+        spread = max(spreads) if spreads else None
+        if spread is None or 1.96 * spread > PRECISION or self.settings.stop_early:
+            return spread, self.settings
+        return spread, replace(self.settings, steps=ONE_LINE_STEPS)
 
     def _carried_validation(self, knobs: dict[str, Any]) -> tuple[int | None, MemoryFigure | None]:
         """An earlier trial's measured step-0 validation figure that holds for ``knobs`` too.
@@ -275,7 +297,8 @@ class _Sweep:
                 continue  # already recorded (or no longer in this space)
             self.planner.record(result)
             attrs = frozen.user_attrs
-            extra = {k: attrs.get(k) for k in ("trial_number", "host_ram_gb", "log", "failure_kind", "fixes")}
+            extra = {k: attrs.get(k) for k in ("trial_number", "host_ram_gb", "log", "failure_kind", "fixes",
+                                               "step_spread")}
             state = "complete" if frozen.state.name == "COMPLETE" else "fail"
             self._record(attrs.get("trial_number"), result, self.planner.fits(result), state, extra)
         if self.trials:
@@ -347,6 +370,7 @@ class _Sweep:
                   "validation_peak_vram_gb": result.validation_peak_vram_gb, "seconds": result.seconds,
                   "reason": result.reason, "host_ram_gb": extra.get("host_ram_gb"), "log": extra.get("log"),
                   "objective": self.planner.objective(result) if fits else None,
+                  "step_spread": extra.get("step_spread"),
                   **{k: getattr(result, k, None) for k in ("peak_source", "validation_peak_source", "assumed_fit")},
                   **({"from_prior": extra["from_prior"]} if extra.get("from_prior") else {})}
         self.trials.append(record)

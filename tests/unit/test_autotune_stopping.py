@@ -50,3 +50,13 @@ def test_a_validation_spike_is_left_out() -> None:
     estimate = estimate_step_time(spiky)
     assert "1 spike(s) left out" in estimate.note and estimate.used == 3
     assert estimate.known and estimate.seconds == pytest.approx(3.0, rel=0.01)
+
+
+def test_one_sample_is_enough_when_earlier_trials_measured_a_small_spread() -> None:
+    from ltx_pipeline.ltx.autotune import relative_spread
+
+    assert relative_spread([3.0]) is None and relative_spread([3.0, 3.0]) == 0.0
+    exact = estimate_step_time([3.4], pooled_spread=0.0)
+    assert exact.known and exact.seconds == 3.4 and "spread earlier trials measured" in exact.note
+    assert estimate_step_time([3.4], pooled_spread=0.01).known  # ±2.0 % at 95 %
+    assert not estimate_step_time([3.4], pooled_spread=0.02).known  # ±3.9 %: a second line is needed

@@ -22,7 +22,7 @@ from ltx_pipeline.ltx.autotune._space import (
     needs_no_more_memory,
     search_space,
 )
-from ltx_pipeline.ltx.autotune._stopping import PRECISION, StepTimeEstimate, estimate_step_time
+from ltx_pipeline.ltx.autotune._stopping import PRECISION, StepTimeEstimate, estimate_step_time, relative_spread
 from ltx_pipeline.ltx.autotune._strategy import (
     MEMORY_FAILURES,
     MISS_TOLERANCE,
@@ -56,6 +56,7 @@ __all__ = [
     "format_knobs",
     "needs_no_more_memory",
     "prediction_miss",
+    "relative_spread",
     "search_space",
     "simulate_sweep",
     "skill_greedy",

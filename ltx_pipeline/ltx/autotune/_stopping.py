@@ -10,7 +10,9 @@ Two guards keep the figure honest:
 - drift (the step time still settling, e.g. a cache or clock warming up): with four or more samples,
   when the later half's mean differs from the earlier half's by more than the precision, only the
   later half counts, so the estimate describes the steady state and not the warm-up.
-Pure: samples in, a verdict out.
+A trial after the first may rest on one sample: the spread of step times is the machine's and the
+trainer's, not the config's, so the relative spread the sweep's earlier trials measured (``pooled_spread``)
+stands in for the one sample's own (a z interval at 95 %). Pure: samples in, a verdict out.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["CONFIDENCE", "PRECISION", "SPIKE_FACTOR", "StepTimeEstimate", "estimate_step_time"]
+__all__ = ["CONFIDENCE", "PRECISION", "SPIKE_FACTOR", "StepTimeEstimate", "estimate_step_time", "relative_spread"]
 
 PRECISION = 0.03
 CONFIDENCE = 0.95
@@ -50,8 +52,21 @@ class StepTimeEstimate:
     note: str = ""
 
 
-def estimate_step_time(samples: Sequence[float], *, precision: float = PRECISION) -> StepTimeEstimate:
-    """Judge the clean step-time samples of a trial, in the order they were logged."""
+def relative_spread(samples: Sequence[float]) -> float | None:
+    """Standard deviation over mean of a trial's clean step times; None below two samples."""
+    values = [float(v) for v in samples if v is not None and math.isfinite(v) and v > 0]
+    if len(values) < 2:
+        return None
+    return statistics.stdev(values) / statistics.fmean(values)
+
+
+def estimate_step_time(samples: Sequence[float], *, precision: float = PRECISION,
+                       pooled_spread: float | None = None) -> StepTimeEstimate:
+    """Judge the clean step-time samples of a trial, in the order they were logged.
+
+    ``pooled_spread``: the relative spread earlier trials of the sweep measured; with it, one sample is
+    enough when 1.96 x that spread is within the precision.
+    """
     values = [float(v) for v in samples if v is not None and math.isfinite(v) and v > 0]
     notes = []
     if len(values) >= 3:
@@ -70,6 +85,9 @@ def estimate_step_time(samples: Sequence[float], *, precision: float = PRECISION
         return StepTimeEstimate(False, None, None, 0, "no clean step time yet")
     mean = statistics.fmean(values)
     if len(values) < 2:
+        if pooled_spread is not None and 1.96 * pooled_spread <= precision:
+            note = f"one sample, within ±{1.96 * pooled_spread:.1%} by the spread earlier trials measured"
+            return StepTimeEstimate(True, mean, 1.96 * pooled_spread * mean, 1, "; ".join([*notes, note]))
         return StepTimeEstimate(False, mean, None, 1, "; ".join([*notes, "one sample: its spread is unknown"]))
     t = _T975[len(values) - 2] if len(values) - 2 < len(_T975) else 1.96
     half_width = t * statistics.stdev(values) / math.sqrt(len(values))

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from ltx_pipeline.backends.base import LaunchSpec
-from ltx_pipeline.ltx.autotune import TrialResult, estimate_step_time
+from ltx_pipeline.ltx.autotune import TrialResult, estimate_step_time, relative_spread
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.steps.vram_sampler import IDLE_MIB, ResourceSampler, gpu_reader
 from ltx_pipeline.trainer_log import LogFollower, LogParser, TrainingProgress, classify_failure, read_tail
@@ -159,6 +159,7 @@ class TrialOutcome:
     log: str
     failure_kind: str | None = None
     fixes: list[dict[str, Any]] = field(default_factory=list)
+    step_spread: float | None = None  # relative spread of its clean step times (two or more samples)
 
 
 def write_trial_config(ctx: Any, stage_config: Path, target: Path, *, knobs: dict[str, Any], sanity_root: str,
@@ -199,7 +200,7 @@ def write_trial_config(ctx: Any, stage_config: Path, target: Path, *, knobs: dic
 
 def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settings: TrialSettings, *,
               gpu_indices: list[int], nvidia_smi: str | None, validated: Any = None,
-              carried_validation: MemoryFigure | None = None) -> TrialOutcome:
+              carried_validation: MemoryFigure | None = None, pooled_spread: float | None = None) -> TrialOutcome:
     """Launch the trial, follow it until it is measured or ends, and classify how it went.
 
     ``validated`` is the trial config as validated (``engine.journal.ValidatedConfig``), which the
@@ -239,7 +240,8 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
             if progress.validations and sampler.label != "training":
                 sampler.set_label("training")
             nan = any(not math.isfinite(v) for v in progress.losses.values())
-            if alive and (nan or (settings.stop_early and _measured(progress, sampler, carried_validation))):
+            if alive and (nan or (settings.stop_early
+                                  and _measured(progress, sampler, carried_validation, pooled_spread))):
                 ctx.journal.stop(handle)
                 stopped = True
                 break
@@ -253,8 +255,9 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
     nan = nan or any(not math.isfinite(v) for v in progress.losses.values())
     record = handle.exit()
     exit_code = None if record is None else record.get("exit_code")
-    estimate = estimate_step_time(progress.clean_step_times())
-    steady = estimate.seconds if estimate.used >= 2 else progress.steady_step_time()
+    estimate = estimate_step_time(progress.clean_step_times(), pooled_spread=pooled_spread)
+    steady = estimate.seconds if (estimate.used >= 2 or estimate.known) else progress.steady_step_time()
+    spread = relative_spread(progress.clean_step_times())
     step_time = steady / accumulation if steady is not None else None
     memory = _peaks(ctx.request.backend, output_dir, progress, sampler, wall, scale=_memory_scale(ctx))
     if carried_validation is not None:
@@ -264,7 +267,9 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
         result = _result(knobs, "nan", step_time, memory, "loss is NaN")
         return _outcome(ctx, folder, result, host, log, "nan_loss")
     if stopped or exit_code == 0:
-        return _clean_end(ctx, folder, knobs, step_time, memory, host, log)
+        done = _clean_end(ctx, folder, knobs, step_time, memory, host, log)
+        done.step_spread = spread
+        return done
     failure = classify_failure(exit_code, None if record is None else record.get("signal"), read_tail(log, 200),
                                config=values, initial_validation=carried_validation is None)
     outcome = _FAILURE_OUTCOMES.get(failure.kind, "crash")
@@ -330,9 +335,10 @@ def _outcome(ctx: Any, folder: Path, result: MeasuredTrialResult, host: float | 
     return TrialOutcome(result, host, str(log), failure_kind, fixes or [])
 
 
-def _measured(progress: TrainingProgress, sampler: ResourceSampler, carried: MemoryFigure | None = None) -> bool:
+def _measured(progress: TrainingProgress, sampler: ResourceSampler, carried: MemoryFigure | None = None,
+              pooled_spread: float | None = None) -> bool:
     """Step time known to the stopping rule's precision, and both memory figures taken (or carried)."""
-    return (estimate_step_time(progress.clean_step_times()).known
+    return (estimate_step_time(progress.clean_step_times(), pooled_spread=pooled_spread).known
             and (carried is not None or bool(progress.validations)) and sampler.peak_gb("training") is not None)
 
 
