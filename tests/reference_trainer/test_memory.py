@@ -79,3 +79,23 @@ def test_capacity_below_need_fails_with_oom_in_training_or_validation(big, capsy
     assert result.returncode == 1
     assert "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate" in result.stderr
     assert "out of memory during training" in result.stderr
+
+
+def test_the_step0_validation_peak_depends_on_the_quantization_alone(big, capsys, monkeypatch):
+    """Why autotune carries one validation figure per quantization (``ltx.autotune.VALIDATION_KNOBS``):
+    the step-0 pass runs before any optimizer state exists, under no_grad, one prompt at a time."""
+    def validation(name: str, **sections) -> int:  # noqa: ANN003
+        sections["optimization"] = {"steps": 2, **sections.get("optimization", {})}
+        # interval 3 > steps 2: the step-0 pass only, the one a trial measures
+        config = big.config(f"{name}.yaml", output_dir=str(big.root / name),
+                            validation={"interval": 3, "video_dims": [512, 512, 33]}, **sections)
+        assert train_in_process(config, capsys, monkeypatch=monkeypatch)[0] == 0
+        return peak_bytes(big.root / name)["validation"]
+
+    base = validation("val-base")
+    assert base > 0
+    # The 8-bit optimizer's few kilobytes of quantization tables exist before the first step: within 0.1 %.
+    assert validation("val-optimizer", optimization={"optimizer_type": "adamw8bit"}) == pytest.approx(base, rel=1e-3)
+    assert validation("val-checkpointing", optimization={"enable_gradient_checkpointing": True}) == base
+    assert validation("val-batch", optimization={"batch_size": 2}) == base
+    assert validation("val-int8", acceleration={"quantization": "int8-quanto"}) < base  # the weights it holds
