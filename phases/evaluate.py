@@ -52,9 +52,9 @@ class EvaluatePhase:
             return PhaseResult({"skipped": True, "reason": reason})
         last = ctx.output("train")["stages"][-1]
         config = Path(last["config"])
-        weights = _final_weights(last, config)
-        mode = get_mode(ctx.request.mode)
         values = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+        weights = _final_weights(last, values)
+        mode = get_mode(ctx.request.mode)
         samples = (values.get("validation") or {}).get("samples") or [{}]
         training, training_note = _training_rows(ctx)
         held, held_note = _held_out_rows(ctx)
@@ -117,9 +117,8 @@ class EvaluatePhase:
                 f"{counts['out_of_distribution']} out-of-distribution, {counts['held_out']} held-out){retried}")
 
 
-def _final_weights(stage: dict[str, Any], config: Path) -> Path:
+def _final_weights(stage: dict[str, Any], values: dict[str, Any]) -> Path:
     """The last stage's final weights, or a failure naming the file that was expected."""
-    values = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
     steps = int((values.get("optimization") or {}).get("steps", 0))
     prefix = "lora" if (values.get("model") or {}).get("training_mode", "lora") == "lora" else "model"
     expected = Path(stage.get("final_checkpoint") or Path(stage["output_dir"]) / "checkpoints" /

@@ -23,6 +23,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from ltx_pipeline.ltx.config_patch import apply_patches
 from ltx_pipeline.ltx.evaluation import EvalPrompt, eval_patches, render_order, smaller_dims
 from ltx_pipeline.ltx.media import BadMedia, read_frames, read_media_info
 from ltx_pipeline.steps.validation import LaunchTarget, validate_stage
-from ltx_pipeline.trainer_log import LogFollower, LogParser, classify_failure, read_tail
+from ltx_pipeline.trainer_log import LogFollower, classify_failure, read_tail
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["EvalJob", "EvalRenderer", "RENDER_SUFFIXES", "rendered_file"]
@@ -69,6 +70,31 @@ class EvalJob:
     @property
     def work(self) -> Path:
         return self.eval_root / ".work"
+
+    # Read once per evaluation: the final config and the weights do not change while it renders.
+    @cached_property
+    def config_text(self) -> str:
+        return self.final_config.read_text(encoding="utf-8")
+
+    @cached_property
+    def config_values(self) -> dict[str, Any]:
+        return yaml.safe_load(self.config_text) or {}
+
+    @cached_property
+    def weights_id(self) -> dict[str, Any]:
+        stat = self.weights.stat()
+        return {"path": str(self.weights), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+    @cached_property
+    def render_settings(self) -> dict[str, Any]:
+        """The validation settings a render depends on (not the prompts, nor when it runs)."""
+        return {k: v for k, v in (self.config_values.get("validation") or {}).items()
+                if k not in ("samples", "prompts", "interval", "skip_initial_validation", "images",
+                             "reference_videos")}
+
+    @property
+    def planned_dims(self) -> list[int]:
+        return list((self.config_values.get("validation") or {}).get("video_dims") or [960, 544, 89])
 
 
 def rendered_file(eval_root: Path, category: str, number: int) -> Path | None:
@@ -140,24 +166,18 @@ class EvalRenderer:
         except (OSError, ValueError):
             state = {}
         state.setdefault("renders", {})
-        if state.get("weights") != self._weights_id(job):
-            state = {"renders": {}, "weights": self._weights_id(job)}  # new weights: nothing rendered yet
+        if state.get("weights") != job.weights_id:
+            state = {"renders": {}, "weights": job.weights_id}  # new weights: nothing rendered yet
         return state
 
     def _save(self, job: EvalJob, state: dict[str, Any]) -> None:
         atomic_write(self._state_file(job), json.dumps(state, indent=2), root=self.workspace)
 
-    def _weights_id(self, job: EvalJob) -> dict[str, Any]:
-        stat = job.weights.stat()
-        return {"path": str(job.weights), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-
-    def _identity(self, job: EvalJob, prompt: EvalPrompt, dims: list[int] | None) -> str:
-        values = yaml.safe_load(job.final_config.read_text(encoding="utf-8")) or {}
-        settings = {k: v for k, v in (values.get("validation") or {}).items()
-                    if k not in ("samples", "prompts", "interval", "skip_initial_validation", "images",
-                                 "reference_videos")}
-        return digest({"sample": prompt.sample(), "settings": settings, "dims": dims,
-                       "weights": self._weights_id(job)})
+    @staticmethod
+    def _identity(job: EvalJob, prompt: EvalPrompt, dims: list[int] | None) -> str:
+        """What a render shows: its sample, the validation settings, the dims and the weights."""
+        return digest({"sample": prompt.sample(), "settings": job.render_settings, "dims": dims,
+                       "weights": job.weights_id})
 
     def _missing(self, job: EvalJob, state: dict[str, Any]) -> list[tuple[EvalPrompt, str, int]]:
         missing = []
@@ -210,13 +230,12 @@ class EvalRenderer:
 
     def _launch(self, job: EvalJob, missing: list[tuple[EvalPrompt, str, int]],
                 dims: list[int] | None) -> tuple[Any, Path]:
-        values = yaml.safe_load(job.final_config.read_text(encoding="utf-8")) or {}
-        planned = list((values.get("validation") or {}).get("video_dims") or [960, 544, 89])
+        planned = job.planned_dims
         shutil.rmtree(job.work, ignore_errors=True)  # what a finished or killed launch left: harvested already
         job.work.mkdir(parents=True, exist_ok=True)
-        patches = eval_patches(values, weights=str(job.weights), samples=[p.sample() for p, _, _ in missing],
-                               output_dir=str(job.work), video_dims=dims)
-        text, records = apply_patches(job.final_config.read_text(encoding="utf-8"), patches)
+        patches = eval_patches(job.config_values, weights=str(job.weights),
+                               samples=[p.sample() for p, _, _ in missing], output_dir=str(job.work), video_dims=dims)
+        text, records = apply_patches(job.config_text, patches)
         atomic_write(job.config_file, text, root=self.workspace)
         result = validate_stage(self.backend, job.config_file, job.target, strict=True)
         validated = result.raise_if_failed("The evaluation config")
@@ -236,12 +255,11 @@ class EvalRenderer:
 
     def _follow(self, handle: Any) -> None:
         """Wait for the render, telling each saved batch of samples; the trainer goes on if we are stopped."""
-        follower, parser = LogFollower(Path(handle.log_path)), LogParser()
+        follower = LogFollower(Path(handle.log_path))
         while True:
             alive = handle.alive()
             lines, _ = follower.read_new(final=not alive)
             for line in lines:
-                parser.feed(line)
                 if _SAVED in line:
                     self.narrate("The evaluation samples are rendered; the trainer runs its one step and exits.")
             if not alive:
@@ -254,7 +272,7 @@ class EvalRenderer:
         values = yaml.safe_load(job.config_file.read_text(encoding="utf-8")) or {}
         failure = classify_failure(code, signal, read_tail(log, 200), config=values, initial_validation=True)
         if failure.kind in _OOM_KINDS and state.get("retry_dims") is None:
-            planned = list((values.get("validation") or {}).get("video_dims") or [960, 544, 89])
+            planned = job.planned_dims  # the first failure is always at the planned dims
             state["retry_dims"] = smaller_dims(planned)
             self._save(job, state)
             self.narrate(f"The evaluation render ran out of GPU memory at {'x'.join(map(str, planned))} "

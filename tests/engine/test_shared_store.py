@@ -22,26 +22,11 @@ from pathlib import Path
 import pytest
 
 from ltx_pipeline.cli import main
+from tests.hold_hook import HOLD
 from tests.phases.train_helpers import clips, simulated_args
 
 ENGINE = [sys.executable, "-c", "from ltx_pipeline.cli import main; main()"]
-HOLD = '''
-import os, pathlib, time
-from ltx_pipeline.store import store as _store
 
-_begin = _store.Store.begin_phase
-
-
-def _hold(self, run_id, phase, **kwargs):
-    row = _begin(self, run_id, phase, **kwargs)
-    if phase == os.environ.get("HOLD_IN_PHASE"):
-        pathlib.Path(os.environ["HOLD_MARKER"]).write_text(phase)
-        time.sleep(120)
-    return row
-
-
-_store.Store.begin_phase = _hold
-'''
 
 
 def _server_binaries() -> Path | None:
