@@ -2,9 +2,10 @@
 
 Generates an N-line log (default 1,000,000) in the trainer's Rich layout into a temporary directory:
 mostly Step lines (some wrapped at 80 columns), with validation, checkpoint, retention and W&B lines
-mixed in. It then reads it with ``LogFollower`` (8 MB blocks), feeds each block's lines to
-``LogParser.feed_lines`` and folds the events into ``TrainingProgress``, as the engine's follower
-does, and prints lines per second. It asserts nothing about time.
+mixed in. It then reads it with ``LogFollower.read_text`` (8 MB blocks), feeds each block to
+``LogParser.feed_text`` and folds the events into ``TrainingProgress``, as the engine's follower
+does, and prints lines per second (and the per-line path, ``read_new`` + ``feed_lines``, for
+comparison). It asserts nothing about time.
 
 Usage: ``python benchmarks/bench_log_parse.py [--lines N]``
 """
@@ -12,6 +13,7 @@ Usage: ``python benchmarks/bench_log_parse.py [--lines N]``
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -62,7 +64,7 @@ def generate(path: Path, lines: int) -> int:
     return written
 
 
-def run(path: Path) -> tuple[int, int, float]:
+def run(path: Path, *, per_line: bool = False) -> tuple[int, int, float]:
     """Follow, parse and accumulate the whole file; returns (lines, events, seconds)."""
     follower = LogFollower(path)
     parser = LogParser()
@@ -70,11 +72,18 @@ def run(path: Path) -> tuple[int, int, float]:
     lines = events = 0
     start = time.perf_counter()
     while True:
-        batch, _offset = follower.read_new()
-        if not batch:
-            break
-        lines += len(batch)
-        new = parser.feed_lines(batch)
+        if per_line:
+            batch, _offset = follower.read_new()
+            if not batch:
+                break
+            lines += len(batch)
+            new = parser.feed_lines(batch)
+        else:
+            text, _offset = follower.read_text()
+            if not text:
+                break
+            lines += text.count("\n")
+            new = parser.feed_text(text)
         events += len(new)
         progress.feed(new)
     tail = parser.flush()
@@ -96,9 +105,14 @@ def main() -> None:
         generated = generate(path, args.lines)
         size_mb = path.stat().st_size / 1e6
         lines, events, elapsed = run(path)
-    print(f"generated {generated:,} lines ({size_mb:.1f} MB)")
+        _, line_events, line_elapsed = run(path, per_line=True)
+    if line_events != events:
+        raise SystemExit(f"the block and line paths disagree: {events} vs {line_events} events")
+    print(f"generated {generated:,} lines ({size_mb:.1f} MB), {os.cpu_count()} cores")
     print(f"follow+parse+accumulate: {lines:,} lines, {events:,} events in {elapsed:.2f}s "
           f"= {lines / elapsed:,.0f} lines/s")
+    print(f"per-line path (read_new + feed_lines): {lines / line_elapsed:,.0f} lines/s; "
+          f"block path is {line_elapsed / elapsed:.2f}x faster")
 
 
 if __name__ == "__main__":

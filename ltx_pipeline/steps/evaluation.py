@@ -258,10 +258,9 @@ class EvalRenderer:
         follower = LogFollower(Path(handle.log_path))
         while True:
             alive = handle.alive()
-            lines, _ = follower.read_new(final=not alive)
-            for line in lines:
-                if _SAVED in line:
-                    self.narrate("The evaluation samples are rendered; the trainer runs its one step and exits.")
+            text, _ = follower.read_text(final=not alive)
+            if _SAVED in text:
+                self.narrate("The evaluation samples are rendered; the trainer runs its one step and exits.")
             if not alive:
                 return
             time.sleep(self.poll_s)

@@ -153,12 +153,12 @@ class TrainingFollower:
         """Parse and record every complete new line, one store batch per block read; True if there were any."""
         grew = False
         while True:
-            lines, offset = self.reader.read_new(final=not alive)
-            events = self.parser.feed_lines(lines)
-            if not alive and not lines:
+            text, offset = self.reader.read_text(final=not alive)
+            events = self.parser.feed_text(text)
+            if not alive and not text:
                 events += self.parser.flush()
             self._record(events)
-            if not lines:
+            if not text:
                 return grew
             grew = True
             self._last_growth = time.time()

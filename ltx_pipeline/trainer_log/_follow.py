@@ -44,12 +44,28 @@ class LogFollower:
             characters for invalid bytes, and the byte offset just past the last consumed line. A
             missing file yields ``([], offset)``.
         """
+        text, offset = self.read_text(max_bytes, final=final)
+        if not text:
+            return [], offset
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        if "\r" in text:  # one scan of the block instead of a test per line
+            lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+        return lines, offset
+
+    def read_text(self, max_bytes: int = DEFAULT_MAX_BYTES, *, final: bool = False) -> tuple[str, int]:
+        """``read_new`` without the split: the new complete lines as one string (each with its ``\\n``).
+
+        ``LogParser.feed_text`` parses such a block faster than its lines one by one; carriage returns
+        are left in place for the parser. Returns ``("", offset)`` when nothing complete is new.
+        """
         if self._unchanged():
-            return [], self.offset
+            return "", self.offset
         try:
             handle = open(self.path, "rb")  # noqa: SIM115 - closed below; fstat needs the handle
         except FileNotFoundError:
-            return [], self.offset
+            return "", self.offset
         with handle:
             info = os.fstat(handle.fileno())
             identity = (info.st_dev, info.st_ino)
@@ -57,29 +73,21 @@ class LogFollower:
                 self.offset = 0
             self._identity = identity
             if info.st_size == self.offset:
-                return [], self.offset
+                return "", self.offset
             handle.seek(self.offset)
             data = handle.read(max_bytes)
         end = data.rfind(b"\n")
         if end < 0:
             # A line longer than max_bytes is consumed in pieces rather than blocking the follower.
             if not (final or len(data) >= max_bytes):
-                return [], self.offset
-            end = len(data) - 1
+                return "", self.offset
             consumed = data
         elif final and len(data) < max_bytes:
             consumed = data
-            end = len(data) - 1
         else:
             consumed = data[: end + 1]
-        self.offset += end + 1
-        text = consumed.decode("utf-8", errors="replace")
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        if "\r" in text:  # one scan of the block instead of a test per line
-            lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-        return lines, self.offset
+        self.offset += len(consumed)
+        return consumed.decode("utf-8", errors="replace"), self.offset
 
     def _unchanged(self) -> bool:
         """True when a stat shows the same file at the same size as last read: nothing to open or read."""

@@ -31,7 +31,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from ltx_pipeline.trainer_log._events import ErrorSignal, Event
+from ltx_pipeline.trainer_log._events import ErrorSignal, Event, StepEvent
 from ltx_pipeline.trainer_log._messages import (
     STATS_ITEM_LINE_RE,
     STEP_RE,
@@ -57,6 +57,18 @@ _STEP_LINE_RE = re.compile(
     r"(?: ([\d.]+)s, Total Time: (?:(\d+)h (\d+)m|calculating\.\.\.))?) +(?=[\w.\-]+\.py:\d+ *[\r\n]*\Z)"
 )
 _STEP_TAIL_RE = re.compile(r" {9}([\d.]+)s, Total Time: (?:(\d+)h (\d+)m|calculating\.\.\.) *[\r\n]*\Z")
+# ``feed_text``'s block form of the two fast-path layouts: whole Step records matched across a decoded
+# block (MULTILINE), so the lines between them are all Python ever sees one by one. Groups 1-4 are the
+# step, total, loss and LR; 5-7 the time fields of the one-line layout, 8-10 those of the wrapped one.
+# Just as strict as _STEP_LINE_RE + _STEP_TAIL_RE (no carriage return can match: feed_text leaves
+# blocks that hold one to the line path).
+_TOTAL_TIME = r"Total Time: (?:(\d+)h (\d+)m|calculating\.\.\.)"
+_LOCATION = r"[\w.\-]+\.py:\d+"
+_STEP_BLOCK_RE = re.compile(
+    r"^INFO +Step (\d+)/(\d+) - Loss: ([^,\s\x1b]+), LR: ([^,\s\x1b]+), Time/Step:"
+    rf"(?: ([\d.]+)s, {_TOTAL_TIME} +{_LOCATION}| +{_LOCATION} *\n {{9}}([\d.]+)s, {_TOTAL_TIME}) *$",
+    re.MULTILINE,
+)
 
 
 def _cell_len(text: str) -> int:
@@ -126,6 +138,41 @@ class LogParser:
                 self._step_head = None
             else:
                 self._feed(line, out)
+        return out
+
+    def feed_text(self, text: str) -> list[Event]:
+        """Parse a block of whole lines (``LogFollower.read_text``): the events of ``feed_lines`` on its lines.
+
+        Step records are found by one regex scan of the block; only the lines between them go through
+        the line path, so a training log's bulk never becomes per-line Python work.
+        """
+        if "\r" in text:
+            return self.feed_lines(_split_lines(text))
+        out: list[Event] = []
+        append = out.append
+        totals: dict[str, int] = {}
+        position = 0
+        for match in _STEP_BLOCK_RE.finditer(text):
+            start = match.start()
+            if start != position or (self._open and not self._emitted):
+                if start != position:
+                    out.extend(self.feed_lines(_split_lines(text[position:start])))
+                if self._open and not self._emitted:
+                    self._finish_record(out)
+                # The record the fast matches below leave behind: open, its Step event out already.
+                self._open = self._emitted = True
+            # step_event inlined, and Total Time read once per distinct value: this loop is the log's bulk.
+            step, total, loss, lr, seconds, hours, minutes, seconds2, hours2, minutes2 = match.groups()
+            if seconds is None:
+                seconds, hours, minutes = seconds2, hours2, minutes2
+            if hours is None:
+                total_time = None
+            elif (total_time := totals.get(key := f"{hours}h{minutes}")) is None:
+                total_time = totals[key] = int(hours) * 3600 + int(minutes) * 60
+            append(StepEvent(int(step), int(total), float(loss), float(lr), float(seconds), total_time))
+            position = match.end() + 1  # past the record's newline
+        if position < len(text):
+            out.extend(self.feed_lines(_split_lines(text[position:])))
         return out
 
     def flush(self) -> list[Event]:
@@ -263,6 +310,14 @@ class LogParser:
         self._plain_stats = None
         if stats:
             out.append(stats)
+
+
+def _split_lines(text: str) -> list[str]:
+    """A block's lines without their ``\\n`` (a block ends with one, except a writer's last line)."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def parse_lines(lines: Iterable[str]) -> list[Event]:

@@ -122,7 +122,10 @@ class TrainingProgress:
         if self.start_step is None and total_time is None:
             # No start line seen (a log tail): "calculating..." marks the start step's micro-steps.
             self.start_step = step
-        if total_time is None or self._is_contaminated(step):
+        if (total_time is None or step in self.busy_steps or step == self.start_step
+                or ((self.validation_interval or self.checkpoint_interval) and self._is_contaminated(step))):
+            # The set and start-step tests inline, the interval rule only when an interval is known:
+            # the same rule as _is_contaminated, at a cost the log's bulk can afford.
             self.step_times.pop(step, None)
         else:
             self.step_times[step] = event.step_time

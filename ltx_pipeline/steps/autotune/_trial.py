@@ -234,9 +234,8 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
         follower, parser = LogFollower(log), LogParser()
         while True:
             alive = handle.alive()
-            lines, _ = follower.read_new(final=not alive)
-            for line in lines:
-                progress.feed(parser.feed(line))
+            text, _ = follower.read_text(final=not alive)
+            progress.feed(parser.feed_text(text))
             if progress.validations and sampler.label != "training":
                 sampler.set_label("training")
             nan = any(not math.isfinite(v) for v in progress.losses.values())

@@ -163,6 +163,54 @@ def test_generated_logs_parse_as_the_general_path_reads_them(seed: int) -> None:
     assert _seen(events + parser.flush()) == expected
 
 
+def _fed_as_text(lines: list[str], rng: random.Random) -> list[str]:
+    """The lines joined into blocks cut at random line boundaries, as ``LogFollower.read_text`` returns them."""
+    parser, events, start = LogParser(), [], 0
+    while start < len(lines):
+        end = min(len(lines), start + rng.randint(1, 60))
+        events += parser.feed_text("".join(line.rstrip("\r\n") + "\n" for line in lines[start:end]))
+        start = end
+    return _seen(events + parser.flush())
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_blocks_of_text_parse_as_the_general_path_reads_their_lines(seed: int) -> None:
+    lines = [line.rstrip("\r\n") for line in _generated_log(seed)]
+    expected = _reference(lines)
+    rng = random.Random(seed)
+    assert _fed_as_text(lines, rng) == expected
+    # The bulk of a real log: long runs of Step records in both fast layouts, a few other records between.
+    bulk: list[str] = []
+    for index in range(400):
+        bulk += _rich(_step_message(rng, 20 * (index + 1)), rng.choice([80, 200, 200]))
+        if rng.random() < 0.05:
+            bulk += _rich(_other_record(rng, 20 * (index + 1)), 80, loc=rng.choice(LOCATIONS))
+    assert _fed_as_text(bulk, rng) == _reference(bulk)
+
+
+@pytest.mark.parametrize("path", _fixture_logs(), ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_fixture_logs_read_as_text_blocks_parse_as_their_lines(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    parser = LogParser()
+    assert _seen(parser.feed_text(text) + parser.flush()) == _reference(lines)
+
+
+def test_a_block_with_carriage_returns_takes_the_line_path() -> None:
+    step = _rich("Step 60/2000 - Loss: 0.3502, LR: 7.30e-05, Time/Step: 3.44s, Total Time: 0h 16m", 200)[0]
+    text = f"Progress 1/2\r{step}\n{step}\r\n"
+    parser = LogParser()
+    assert _seen(parser.feed_text(text) + parser.flush()) == _reference(text.split("\n")[:-1])
+
+
+def test_each_total_time_in_a_block_is_read_as_written() -> None:
+    """1h 15m and 11h 5m are different totals even though their digits are the same."""
+    lines = [_rich(f"Step {20 * i}/200 - Loss: 0.5, LR: 1.00e-04, Time/Step: 3.00s, Total Time: {total}", 200)[0]
+             for i, total in enumerate(["1h 15m", "11h 5m", "1h 15m", "0h 0m"], start=1)]
+    events = LogParser().feed_text("\n".join(lines) + "\n")
+    assert [e.total_time_s for e in events if isinstance(e, StepEvent)] == [4500, 39900, 4500, 0]
+
+
 def test_the_common_step_layouts_give_their_events() -> None:
     step = "Step 60/2000 - Loss: 0.3502, LR: 7.30e-05, Time/Step: 3.44s, Total Time: 0h 16m"
     wide = _rich(step, 200)
