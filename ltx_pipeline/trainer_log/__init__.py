@@ -2,8 +2,9 @@
 
 Public API (pure standard library, safe to import from the CLI at start-up):
 
-- ``LogParser``: stateful ``feed(line) -> list[Event]``, ``feed_lines(lines)`` (a block at once) and
-  ``flush()``; re-joins Rich-wrapped records.
+- ``LogParser``: stateful ``feed(line) -> list[Event]``, ``feed_lines(lines)`` (a block at once),
+  ``feed_text(text)`` (a decoded block of whole lines, the fastest) and ``flush()``; re-joins
+  Rich-wrapped records.
 - ``parse_lines(lines)``: parse a finished sequence of lines.
 - ``TrainingProgress``: de-duplicated steps and losses, clean step time, ``eta_seconds()``,
   ``last_losses(n)``, latest checkpoint/validation, W&B URL, end-of-run stats.
@@ -12,7 +13,8 @@ Public API (pure standard library, safe to import from the CLI at start-up):
   ``ResumingFrom``, ``CheckpointLoading``, ``CheckpointLoaded``, ``TrainingStateLoaded``,
   ``ResumeFallback``, ``GpuMemory``, ``TrainableParams``, ``DatasetLoaded``, ``SamplesSkipped``, ``MediaSkipped``,
   ``TrainingStats``, ``WandbRun``, ``ErrorSignal`` (kinds in ``ERROR_KINDS``); ``Event`` is their union.
-- ``LogFollower(path, offset).read_new(max_bytes, final=False) -> (lines, new_offset)`` and
+- ``LogFollower(path, offset).read_new(max_bytes, final=False) -> (lines, new_offset)``,
+  ``.read_text(...) -> (text, new_offset)`` (the same lines as one string, for ``feed_text``) and
   ``read_tail(path, n)``.
 - ``classify_failure(exit_code, signal, log_tail, stderr_tail=None, *, config=None,
   initial_validation=None) -> Failure`` with ``Failure.kind`` in ``FAILURE_KINDS`` and ordered
