@@ -195,7 +195,7 @@ def open_node_run(workspace: Path | None, name: str) -> NodeRun:
     """
     from ltx_pipeline.backends import make_backend
     from ltx_pipeline.request import load_request
-    from ltx_pipeline.store import Store
+    from ltx_pipeline.store import Store, saved_id
     from ltx_pipeline.workspace import Workspace
 
     ws = Workspace.at(workspace)
@@ -206,7 +206,8 @@ def open_node_run(workspace: Path | None, name: str) -> NodeRun:
     run = store.get_run(name)
     if run is None:
         raise BadInput(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
-    latest = store.latest_phase_runs(run.id)
+    run_id = saved_id(run)
+    latest = store.latest_phase_runs(run_id)
     validate = latest.get("validate")
     if validate is None or validate.status != "succeeded":
         state = "has not run" if validate is None else validate.status.replace("_", " ")
@@ -223,7 +224,7 @@ def open_node_run(workspace: Path | None, name: str) -> NodeRun:
                        fix=f"`ltx-pipeline resume --workspace {ws.root} --run {name}` validates it again")
     backend = make_backend(request.backend, trainer_root=request.trainer_root, surface=request.surface,
                            assume_gpu=request.assume_gpu, memory_scale=request.reference_memory_scale)
-    return NodeRun(ws.root, name, request, backend, outputs, store, int(run.id), paths.logs)
+    return NodeRun(ws.root, name, request, backend, outputs, store, run_id, paths.logs)
 
 
 def run_foreground(spec: LaunchSpec, log: Path, validated: ValidatedConfig, *, stdout: IO[bytes] | None = None,

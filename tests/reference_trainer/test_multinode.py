@@ -7,7 +7,6 @@ import os
 import re
 import socket
 import subprocess
-
 from pathlib import Path
 
 import torch
