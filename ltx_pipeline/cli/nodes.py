@@ -51,7 +51,7 @@ def node_launch(
     rank = machine_rank if machine_rank is not None else _rank_from_env(RANK_ENV)
     spec = node.launch(index, rank, main_ip, main_port)  # refuses a rank outside the launch
     validated = node.validated(index)
-    node.refuse_other_config(index, validated)
+    node.refuse_other_config(index, rank, validated)
     log = node_log(node.logs, index, len(node.validate["stages"]), rank)
     out.print(f"Node {rank} of {node.nodes}, stage {index} of run {run_name}: log {log}", markup=False,
               highlight=False)

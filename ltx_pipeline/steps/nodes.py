@@ -139,7 +139,6 @@ class NodeRun:
         step = check_compatible(pair, self.values(stage))
         lines = [f"{self.config(stage).name}: {r['path']} {r['old']} -> {r['new']} ({r['reason']})"
                  for r in patch_resume(self.config(stage), pair, workspace=self.workspace)]
-        self.validated(stage)  # a resume the trainer would refuse is refused here, before any node starts
         return [*lines, f"Stage {stage} resumes from its checkpoint at step {step} ({pair.weights.name})."]
 
     def validated(self, stage: int) -> ValidatedConfig:
@@ -150,15 +149,20 @@ class NodeRun:
         result = validate_stage(self.backend, self.config(stage), target, strict=True)
         return result.raise_if_failed(f"Stage {stage}'s config as this node would launch it")
 
-    def refuse_other_config(self, stage: int, validated: ValidatedConfig) -> None:
+    def refuse_other_config(self, stage: int, rank: int, validated: ValidatedConfig) -> None:
         """A node joins rank 0's running trainer only with the very config that trainer was launched with.
 
         Raises:
-            Refused: the config file changed since rank 0's launch validated it.
+            Refused: the engine's rank 0 of this stage is running and this is rank 0 again, or the config
+                file changed since rank 0's launch validated it.
         """
         rows = [r for r in self.store.processes(self.run_id, "train") if r.stage == stage]
         if not rows or rows[-1].status != "running" or not RunJournal.handle(rows[-1]).alive():
             return
+        if rank == 0:
+            raise Refused(f"Rank 0 of stage {stage} is running already (pid {rows[-1].pid} on {rows[-1].host}, "
+                          "launched by the engine)", where="--machine-rank",
+                          fix="start the other nodes with --machine-rank 1 and up")
         launched = rows[-1].config_sha256
         if launched and launched != validated.sha256:
             raise Refused(f"{validated.path} changed since rank 0 was launched with it ({launched[:19]}… -> "

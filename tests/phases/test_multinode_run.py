@@ -4,6 +4,7 @@ node's command, and ``ltx-pipeline node-launch`` starts that node, refusing what
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -69,6 +70,32 @@ def test_validation_counts_the_processes_of_every_node_against_the_samples(works
     assert main(_node_args(workspace, "--machine-rank", "1")) == 2  # not validated: nothing to join
 
 
+def test_prepare_resumes_the_stage_from_its_newest_complete_pair(workspace, tmp_path, fake_smi, monkeypatch,
+                                                                   capsys):
+    """What a requeued SLURM job runs on its batch node before the nodes start: no restart at step 0."""
+    from ltx_pipeline.steps.resume import config_fingerprint
+
+    args = reference_args(workspace, mp4_clips(tmp_path / "data", n=4), fake_smi(H100_SMI), "--nodes", "2",
+                          "--main-ip", "127.0.0.1", "--processes", "1", "--steps", "4")
+    assert drive_until_validate(monkeypatch, args) == 0
+    assert main(_node_args(workspace, "--prepare")) == 0
+    assert "no complete checkpoint pair: it trains from step 0" in capsys.readouterr().out
+    config = workspace / "r1" / "config.yaml"
+    values = yaml.safe_load(config.read_text())
+    folder = Path(values["output_dir"]) / "checkpoints"
+    folder.mkdir(parents=True)
+    weights = folder / "lora_weights_step_00002.safetensors"
+    weights.write_bytes(b"weights")
+    (folder / "training_state_step_00002.pt").write_text(json.dumps(
+        {"global_step": 2, "config_fingerprint": config_fingerprint(values)}))
+    (folder / "lora_weights_step_00003.safetensors").write_bytes(b"")  # no state beside it: not a pair
+
+    assert main(_node_args(workspace, "--prepare")) == 0
+    printed = capsys.readouterr().out
+    assert f"model.load_checkpoint None -> {weights}" in printed and "resumes from its checkpoint at step 2" in printed
+    assert yaml.safe_load(config.read_text())["model"]["load_checkpoint"] == str(weights)
+
+
 @pytest.fixture
 def train_without_autotune(monkeypatch: pytest.MonkeyPatch) -> None:
     import phases
@@ -93,6 +120,7 @@ def test_the_engine_launches_rank_0_and_node_launch_starts_rank_1(workspace, tmp
     [rank0] = store.processes(run.id, "train")
     assert "--machine_rank 0" in rank0.printable
 
+    assert main(_node_args(workspace, "--machine-rank", "0")) == 4  # rank 0 is the engine's, running already
     # Rank 0 trains with the config as validated: a node whose config differs is refused.
     config = workspace / "r1" / "config.yaml"
     original = config.read_text()
