@@ -72,5 +72,6 @@ def launch_shape(*, backend: str, gpu_count: int, requested: int | None, trainin
         processes = max(1, gpu_count)
         reason = f"one process per GPU ({processes})"
     if nodes > 1:
-        reason += f" on each of {nodes} nodes, assumed alike (this machine's GPUs)"
+        reason += f", on each of {nodes} nodes" + ("" if requested or backend == "reference"
+                                                   else " (assumed alike: this machine's GPUs)")
     return LaunchShape(processes, distributed_mode(training_mode, processes * nodes), reason, nodes)
