@@ -22,8 +22,8 @@ from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, pa
 from ltx_pipeline.ltx.modes import MODES, get_mode
 from ltx_pipeline.workspace import atomic_write, validate_run_name
 
-__all__ = ["BACKENDS", "EVAL_ONLY_FIELDS", "RunRequest", "build_request", "check_request", "default_run_name",
-           "load_request", "read_request_file", "save_request"]
+__all__ = ["BACKENDS", "EVAL_ONLY_FIELDS", "RENDEZVOUS_FIELDS", "RunRequest", "build_request", "check_request",
+           "default_run_name", "load_request", "read_request_file", "save_request"]
 
 BACKENDS = ("ltx", "reference", "simulated")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
@@ -31,6 +31,8 @@ DEFAULT_SINGLE_BUCKET = "960x544x49"  # the skill's per-mode default proposal
 DEFAULT_MIXED_BUCKETS = "960x544x121;1280x704x81"  # seed 002's mixed example: motion + detail
 #: Request fields only the evaluate phase reads (the plan's fingerprint leaves them out).
 EVAL_ONLY_FIELDS = ("eval_prompts", "skip_eval")
+#: Where the nodes meet: read by validate (the launch), not by the plan (changing the port needs no new approval).
+RENDEZVOUS_FIELDS = ("main_ip", "main_port")
 
 
 class RunRequest(BaseModel):
@@ -47,7 +49,12 @@ class RunRequest(BaseModel):
     steps: int | None = Field(default=None, ge=1, le=10_000_000)
     learning_rate: float | None = Field(default=None, gt=0, le=1.0)
     effective_batch: int = Field(default=1, ge=1, le=4096)
-    processes: int | None = Field(default=None, ge=1, le=64)  # training processes; default one per GPU
+    processes: int | None = Field(default=None, ge=1, le=64)  # training processes per node; default one per GPU
+    # Multi-node training: machines, each running `processes`; rank 0 (this machine) hosts the rendezvous
+    # at main_ip:main_port, which every other node must reach.
+    nodes: int = Field(default=1, ge=1, le=1024)
+    main_ip: str | None = None
+    main_port: int | None = Field(default=None, ge=1, le=65535)  # default 29500, accelerate's
     checkpoint_interval: int | None = Field(default=None, ge=1)
     validation_interval: int | None = Field(default=None, ge=1)
     trigger: str | None = None
@@ -134,6 +141,15 @@ class RunRequest(BaseModel):
             raise ValueError("backend 'simulated' needs --surface FILE (a cost surface)")
         if self.surface and self.backend != "simulated":
             raise ValueError("--surface applies only to --backend simulated")
+        return self
+
+    @model_validator(mode="after")
+    def _nodes_meet(self) -> RunRequest:
+        if self.nodes > 1 and self.backend == "simulated":
+            raise ValueError("backend 'simulated' runs on one machine; --nodes needs --backend reference or ltx")
+        if self.nodes > 1 and not (self.main_ip or "").strip():
+            raise PydanticCustomError("main_ip_missing", f"--nodes {self.nodes} needs --main-ip, the address of this "
+                                      "(rank-0) machine that the other nodes reach", {"fix": "pass --main-ip IP"})
         return self
 
     @model_validator(mode="after")
@@ -262,6 +278,8 @@ def _fix_hint(field: str) -> str:
         "split_over_s": "give the length in seconds over which a video is split into scenes",
         "min_scene_s": "give the shortest scene, in seconds",
         "eval_prompts": "give each evaluation prompt as non-empty text (at most 20)",
+        "nodes": "give how many machines train together (1 or more)",
+        "main_port": "give a free TCP port on the rank-0 machine (default 29500)",
     }
     return hints.get(field, "correct the value and try again")
 

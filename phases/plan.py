@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ltx_pipeline.backends.base import DEFAULT_MAIN_PORT
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import BadInput
@@ -21,7 +22,7 @@ from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.preparation import PreparationPlan, default_captioner, plan_preparation
 from ltx_pipeline.ltx.recipe import Recipe, build_recipe
 from ltx_pipeline.ltx.tiers import Tier
-from ltx_pipeline.request import EVAL_ONLY_FIELDS
+from ltx_pipeline.request import EVAL_ONLY_FIELDS, RENDEZVOUS_FIELDS
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE"]
@@ -33,7 +34,9 @@ class PlanPhase:
 
     def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
         # The evaluation's own choices are read by the evaluate phase alone: changing them re-renders, never re-plans.
-        request = ctx.request.model_dump(mode="json", exclude=set(EVAL_ONLY_FIELDS))
+        # Where the nodes meet is validate's (the launch command); one node is every earlier run's fingerprint.
+        skip = {*EVAL_ONLY_FIELDS, *RENDEZVOUS_FIELDS, *(("nodes",) if ctx.request.nodes == 1 else ())}
+        request = ctx.request.model_dump(mode="json", exclude=skip)
         return {"run request": request, "probe": digest(ctx.output("probe"))}
 
     def run(self, ctx: RunContext) -> PhaseResult:
@@ -44,7 +47,7 @@ class PlanPhase:
         mode = get_mode(request.mode)
         tier = Tier(probe["tier"]["key"], probe["tier"]["name"], probe["tier"]["base"])
         launch = launch_shape(backend=request.backend, gpu_count=probe["gpu_count"], requested=request.processes,
-                              training_mode=request.training_mode)
+                              training_mode=request.training_mode, nodes=request.nodes)
         gpu_names = tuple(g["name"] for g in (probe.get("gpus") or {}).get("gpus") or [])
         recipe = build_recipe(mode=mode, tier=tier, gpu_count=probe["gpu_count"], launch=launch, gpu_names=gpu_names,
                               training_mode=request.training_mode, strategy=request.strategy,
@@ -183,7 +186,9 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
               f"- VRAM tier: **{recipe.tier_name}** (base: {'low-VRAM' if recipe.base == 'low_vram' else 'standard'}"
               " config)", f"- Launch: {recipe.launch}",
               f"- Effective batch: {recipe.effective_batch} = batch {recipe.knobs['batch_size']} x accumulation "
-              f"{recipe.knobs['gradient_accumulation_steps']} x {recipe.num_processes} process(es)", ""]
+              f"{recipe.knobs['gradient_accumulation_steps']} x {recipe.num_processes} process(es)"
+              + (f" ({request.nodes} node(s) x {recipe.num_processes // request.nodes} process(es))"
+                 if request.nodes > 1 else ""), *_node_lines(ctx), ""]
     lines += ["## Sanity Check + Autotune", "",
               "Before the full preprocess, a short trial at the full target resolution (the largest bucket) checks "
               "that training and a validation pass fit in memory, then a few variants of the memory/speed knobs "
@@ -234,6 +239,18 @@ def _config_table(recipe: Recipe, request: Any) -> list[str]:
         return [*table, "", "Full fine-tune: every transformer weight is trained.", ""]
     return [*table, "", "Rank guidance (seed 002): motion or camera 8-16; a character or style 32-64; a dense "
             "multi-character world 96-128. Alpha is kept equal to rank.", ""]
+
+
+def _node_lines(ctx: RunContext) -> list[str]:
+    """How the other nodes join a multi-node launch (nothing for one node)."""
+    request = ctx.request
+    if request.nodes == 1:
+        return []
+    port = request.main_port or DEFAULT_MAIN_PORT
+    return [f"- Nodes: this machine is rank 0 and hosts the rendezvous at {request.main_ip}:{port}; each other node "
+            f"(ranks 1..{request.nodes - 1}) runs `ltx-pipeline node-launch --workspace {ctx.workspace} --run "
+            f"{ctx.run_name} --machine-rank R` once training starts (the exact commands are printed then). The "
+            "workspace must be the same path on every node (a shared file system)"]
 
 
 def _model_lines(probe: dict[str, Any]) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from ltx_pipeline.backends.base import Nodes
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, ValidatedConfig
@@ -30,6 +31,7 @@ from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.probing import wandb_credentials_resolve
 from ltx_pipeline.steps.follow import TrainingFollower, log_summary, stop_requested
+from ltx_pipeline.steps.nodes import node_launch_printable, rank_zero
 from ltx_pipeline.steps.preprocess import preprocess
 from ltx_pipeline.steps.resume import check_compatible, failure_report, latest_pair, patch_resume, set_aside
 from ltx_pipeline.steps.validation import launch_target, validate_stage
@@ -149,8 +151,9 @@ class _Stage:
         # Last: every patch (autotune's winner, --apply-fix, load_checkpoint) is in the file now.
         validated = self._validate_for_launch()
         validate = ctx.output("validate")
-        spec = ctx.backend.train_command(self.config, num_processes=validate["num_processes"],
-                                         distributed=validate["distributed"])
+        nodes = rank_zero(ctx.request)  # several nodes: this machine is rank 0, the others join it
+        spec = ctx.backend.train_command(self.config, distributed=validate["distributed"], nodes=nodes,
+                                         num_processes=validate.get("processes_per_node", validate["num_processes"]))
         self.log = stage_log(ctx.paths.logs, self.index, self.total, attempt=len(previous) + 1)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("a", encoding="utf-8") as handle:  # an append-only log: a boundary between launches
@@ -166,7 +169,17 @@ class _Stage:
         journal.set_offset(launched, offset)
         ctx.narrate(f"Stage {self.index}/{self.total} launched (pid {launched.pid}), log {self.log}: "
                     f"{launched.printable}")
+        if nodes is not None:
+            self._announce_nodes(nodes)
         return resumed_from, replace(launched, log_offset=offset)
+
+    def _announce_nodes(self, nodes: Nodes) -> None:
+        """Rank 0 waits at the rendezvous for the others: say (and record) what each other node runs."""
+        ctx = self.ctx
+        ctx.narrate(f"Rank 0 of {nodes.count} nodes waits for the others at {nodes.main_ip}:{nodes.main_port}. "
+                    "Start each other node now (same workspace path on every node):")
+        for rank in range(1, nodes.count):
+            ctx.narrate(f"  node {rank}: {node_launch_printable(ctx.workspace, ctx.run_name, rank, nodes)}")
 
     def _catch_up(self, launches: list[Any]) -> None:
         """Record what earlier launches logged after their last follower stopped reading.

@@ -23,6 +23,7 @@ from ltx_pipeline.errors import BadConfig
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.launch_checks import fixes_for
 from ltx_pipeline.ltx.launch_plan import distributed_mode, launch_shape
+from ltx_pipeline.steps.nodes import node_launch_printable, rank_zero
 from ltx_pipeline.steps.resume import refuse_incompatible_checkpoints
 from ltx_pipeline.steps.validation import (
     LaunchTarget,
@@ -44,9 +45,12 @@ class ValidatePhase:
         # The configs as config_patch wrote them (its outputs), not the live files: validate's own safe
         # fixes and autotune's winner change the files afterwards, and must not make the next resume
         # re-run validate and autotune. Whatever is in a file at launch is validated then.
-        return {"config_patch": digest(ctx.output("config_patch")), "data_check": digest(ctx.output("data_check")),
-                "gpus": ctx.output("probe")["gpu_count"], "processes": ctx.request.processes,
-                "backend": ctx.request.backend}
+        parts = {"config_patch": digest(ctx.output("config_patch")), "data_check": digest(ctx.output("data_check")),
+                 "gpus": ctx.output("probe")["gpu_count"], "processes": ctx.request.processes,
+                 "backend": ctx.request.backend}
+        if ctx.request.nodes > 1:  # absent for one node: every earlier run's fingerprint stays as it was
+            parts.update(nodes=ctx.request.nodes, main_ip=ctx.request.main_ip, main_port=ctx.request.main_port)
+        return parts
 
     def run(self, ctx: RunContext) -> PhaseResult:
         ctx.narrate("Validating every stage's config against the trainer's schema and the rules it only meets at "
@@ -54,8 +58,11 @@ class ValidatePhase:
         recipe = ctx.output("plan")["recipe"]
         # The same rule the plan stated its launch with.
         shape = launch_shape(backend=ctx.request.backend, gpu_count=ctx.output("probe")["gpu_count"],
-                             requested=ctx.request.processes, training_mode=recipe["training_mode"])
-        processes, distributed = shape.processes, shape.distributed
+                             requested=ctx.request.processes, training_mode=recipe["training_mode"],
+                             nodes=ctx.request.nodes)
+        # The batch rules count every process of every node; the command is rank 0's (this machine's).
+        processes, distributed = shape.total, shape.distributed
+        nodes = rank_zero(ctx.request)
         stages, problems, patches = [], [], []
         for entry, stage in zip(ctx.output("config_patch")["configs"], ctx.output("data_check")["stages"],
                                 strict=True):
@@ -68,7 +75,8 @@ class ValidatePhase:
                 ctx.warn(check.line())
             if not ctx.options.get("restart_training"):
                 _refuse_unresumable(config, Path(entry["output_dir"]))
-            launch = ctx.backend.train_command(config, num_processes=processes, distributed=distributed)
+            launch = ctx.backend.train_command(config, num_processes=shape.processes, distributed=distributed,
+                                               nodes=nodes)
             stages.append({"stage": entry["stage"], "config": str(config), "launch": launch.to_record(),
                            "checks": [c.line() for c in result.checks],
                            "strict_data_root": Path(stage["preprocessed_root"]).is_dir(),
@@ -82,14 +90,21 @@ class ValidatePhase:
             raise BadConfig(f"{len(problems)} config problem(s), first: {problems[0]}", where=str(report),
                             fix="correct run.yaml (or the named field) and run `ltx-pipeline resume`",
                             errors=[(p, p) for p in problems])
-        return PhaseResult({"stages": stages, "patches": patches, "num_processes": processes,
-                            "distributed": distributed, "launch": shape.words()})
+        outputs = {"stages": stages, "patches": patches, "num_processes": processes, "distributed": distributed,
+                   "launch": shape.words()}
+        if nodes is not None:
+            outputs.update(nodes=nodes.count, processes_per_node=shape.processes, main_ip=nodes.main_ip,
+                           main_port=nodes.main_port,
+                           other_nodes=[{"rank": rank, "command": node_launch_printable(
+                               ctx.workspace, ctx.run_name, rank, nodes)} for rank in range(1, nodes.count)])
+        return PhaseResult(outputs)
 
     def summary(self, outputs: dict[str, Any]) -> str:
         fixed = f", {len(outputs['patches'])} safe fix(es) patched" if outputs["patches"] else ""
         validators = sorted({s.get("validator", "?") for s in outputs["stages"]})
+        across = f" on {outputs['nodes']} nodes" if outputs.get("nodes", 1) > 1 else ""
         return (f"{len(outputs['stages'])} config(s) valid{fixed} (validated by {'; '.join(validators)}); "
-                f"launch: {outputs['distributed']} x {outputs['num_processes']} process(es)")
+                f"launch: {outputs['distributed']} x {outputs['num_processes']} process(es){across}")
 
 
 def _refuse_unresumable(config: Path, output_dir: Path) -> None:

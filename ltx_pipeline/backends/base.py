@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-__all__ = ["DISTRIBUTED_MODES", "MIRRORED_TRAINER_VERSION", "MIRROR_VALIDATOR", "Distributed", "LaunchSpec",
-           "TrainerBackend", "is_secret_name", "redact_env"]
+from ltx_pipeline.errors import BadInput
+
+__all__ = ["DEFAULT_MAIN_PORT", "DISTRIBUTED_MODES", "MIRRORED_TRAINER_VERSION", "MIRROR_VALIDATOR", "Distributed",
+           "LaunchSpec", "Nodes", "TrainerBackend", "is_secret_name", "redact_env"]
 
 Distributed = Literal["none", "ddp", "ddp-compile", "fsdp", "fsdp-compile"]
 DISTRIBUTED_MODES: tuple[str, ...] = ("none", "ddp", "ddp-compile", "fsdp", "fsdp-compile")
@@ -25,6 +27,8 @@ DISTRIBUTED_MODES: tuple[str, ...] = ("none", "ddp", "ddp-compile", "fsdp", "fsd
 MIRRORED_TRAINER_VERSION = "1.2.0"
 #: Who validated, when it was the project's mirror of the trainer's schema (``TrainerBackend.validator``).
 MIRROR_VALIDATOR = f"the built-in schema mirror (ltx-trainer {MIRRORED_TRAINER_VERSION})"
+#: accelerate's own default rendezvous port (``--main_process_port``).
+DEFAULT_MAIN_PORT = 29500
 _SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
 
 
@@ -74,6 +78,32 @@ class LaunchSpec:
                 "printable": self.printable}
 
 
+@dataclass(frozen=True)
+class Nodes:
+    """One machine's place in a multi-machine launch: ``accelerate launch --num_machines count
+    --machine_rank rank --main_process_ip main_ip --main_process_port main_port``.
+
+    Every machine runs the same command but for its rank; the one of rank 0 hosts the rendezvous at
+    ``main_ip:main_port``, which the others must reach.
+    """
+
+    count: int
+    rank: int
+    main_ip: str
+    main_port: int = DEFAULT_MAIN_PORT
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not 0 <= self.rank < self.count:
+            raise BadInput(f"Machine rank {self.rank} does not exist in a launch over {self.count} node(s)",
+                           where="--machine-rank", fix=f"give a rank from 0 to {self.count - 1}")
+        if not 0 < self.main_port < 65536:
+            raise BadInput(f"Port {self.main_port} is not a TCP port", where="--main-port",
+                           fix="give a free port from 1 to 65535 (default 29500)")
+        if not self.main_ip.strip():
+            raise BadInput("No address for the rank-0 machine", where="--main-ip",
+                           fix="give the IP address or host name of the rank-0 node, reachable from the others")
+
+
 class TrainerBackend(Protocol):
     """A trainer the engine can drive."""
 
@@ -103,7 +133,8 @@ class TrainerBackend(Protocol):
         """The command that preprocesses ``dataset`` into ``output_dir`` (never with --overwrite)."""
         ...
 
-    def train_command(self, config_path: Path, *, num_processes: int = 1,
-                      distributed: Distributed = "none") -> LaunchSpec:
-        """The command that trains with ``config_path``."""
+    def train_command(self, config_path: Path, *, num_processes: int = 1, distributed: Distributed = "none",
+                      nodes: Nodes | None = None) -> LaunchSpec:
+        """The command that trains with ``config_path``: ``num_processes`` on this machine; with ``nodes``,
+        this machine's share of a launch over ``nodes.count`` machines (``num_processes`` x count in all)."""
         ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import Distributed
+from ltx_pipeline.backends.base import Distributed, Nodes
 from ltx_pipeline.errors import BadInput
 
 __all__ = ["LOG_ENV", "accelerate_args", "accelerate_config_name", "check_processes", "preprocess_args"]
@@ -25,8 +25,8 @@ def accelerate_config_name(distributed: Distributed) -> str | None:
     return _CONFIG_FILES.get(distributed)
 
 
-def check_processes(num_processes: int, distributed: Distributed) -> None:
-    """Refuse combinations that cannot launch: N > 1 without a distributed mode, or N < 1.
+def check_processes(num_processes: int, distributed: Distributed, nodes: Nodes | None = None) -> None:
+    """Refuse combinations that cannot launch: N > 1 (on one or all machines) without a distributed mode, or N < 1.
 
     Raises:
         BadInput: with the option to change.
@@ -34,16 +34,27 @@ def check_processes(num_processes: int, distributed: Distributed) -> None:
     if num_processes < 1:
         raise BadInput(f"--num-processes must be at least 1, got {num_processes}", where="--num-processes",
                        fix="pass 1 or more")
-    if num_processes > 1 and distributed == "none":
-        raise BadInput(f"{num_processes} processes need a distributed mode", where="--distributed",
+    total = num_processes * (nodes.count if nodes else 1)
+    if total > 1 and distributed == "none":
+        raise BadInput(f"{total} processes need a distributed mode", where="--distributed",
                        fix="pass --distributed ddp (LoRA) or fsdp (full fine-tune)")
 
 
-def accelerate_args(num_processes: int, config_file: str | None, *, cpu: bool = False) -> list[str]:
-    """``accelerate launch`` options: the process count overrides the preset's 4 (facts §2.3)."""
-    args = ["launch", "--num_processes", str(num_processes)]
+def accelerate_args(num_processes: int, config_file: str | None, *, cpu: bool = False,
+                    nodes: Nodes | None = None) -> list[str]:
+    """``accelerate launch`` options: the process count overrides the preset's 4 (facts §2.3).
+
+    Over several machines accelerate's ``--num_processes`` is the total of all of them (it starts
+    ``num_processes // num_machines`` per machine), so it is ``num_processes`` (this machine's) x count;
+    the machine flags override the presets' ``num_machines: 1``/``machine_rank: 0``.
+    """
+    total = num_processes * (nodes.count if nodes else 1)
+    args = ["launch", "--num_processes", str(total)]
     if config_file:
         args += ["--config_file", config_file]
+    if nodes is not None and nodes.count > 1:
+        args += ["--num_machines", str(nodes.count), "--machine_rank", str(nodes.rank),
+                 "--main_process_ip", nodes.main_ip, "--main_process_port", str(nodes.main_port)]
     if cpu:
         args.append("--cpu")
     return args

@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec
+from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec, Nodes
 from ltx_pipeline.backends.launch import (
     LOG_ENV,
     accelerate_args,
@@ -116,16 +116,18 @@ class LtxBackend:
         """`uv run --directory <trainer package>` then ``args``: how every trainer script is started (argv list)."""
         return [self.uv, "run", "--directory", str(self.trainer_dir), *args]
 
-    def train_command(self, config_path: Path, *, num_processes: int = 1,
-                      distributed: Distributed = "none") -> LaunchSpec:
-        check_processes(num_processes, distributed)
+    def train_command(self, config_path: Path, *, num_processes: int = 1, distributed: Distributed = "none",
+                      nodes: Nodes | None = None) -> LaunchSpec:
+        check_processes(num_processes, distributed, nodes)
         config = str(config_path.resolve())  # `uv run --directory` changes the working directory
         if distributed == "none":
             argv = self.uv_run("python", "scripts/train.py", config, "--disable-progress-bars")
         else:
+            # The trainer's preset (DDP for LoRA, FSDP for full) on every machine; the machine flags
+            # on the command line override its single-machine values.
             preset = self.accelerate_config(distributed)
-            argv = self.uv_run("accelerate", *accelerate_args(num_processes, str(preset)), "scripts/train.py", config,
-                                "--disable-progress-bars")
+            argv = self.uv_run("accelerate", *accelerate_args(num_processes, str(preset), nodes=nodes),
+                               "scripts/train.py", config, "--disable-progress-bars")
         return LaunchSpec(tuple(argv), self.trainer_dir, dict(LOG_ENV))
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec
+from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec, Nodes
 from ltx_pipeline.backends.launch import LOG_ENV, accelerate_args, check_processes, preprocess_args
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, load_trainer_config_file, validate_trainer_config
@@ -63,18 +63,19 @@ class ReferenceBackend:
         return validate_trainer_config(load_trainer_config_file(config_path), relaxed_paths=relaxed_paths,
                                        cwd=config_path.resolve().parent)
 
-    def train_command(self, config_path: Path, *, num_processes: int = 1,
-                      distributed: Distributed = "none") -> LaunchSpec:
-        check_processes(num_processes, distributed)
+    def train_command(self, config_path: Path, *, num_processes: int = 1, distributed: Distributed = "none",
+                      nodes: Nodes | None = None) -> LaunchSpec:
+        check_processes(num_processes, distributed, nodes)
         config = str(config_path.resolve())
         trainer = ["-m", "ltx_pipeline.reference_trainer", config, "--disable-progress-bars"]
         if distributed == "none":
             argv = [sys.executable, *trainer]
         elif distributed == "ddp":
             # Real DDP through accelerate's own launcher, as a module: over gloo when no GPU is visible,
-            # NCCL otherwise. (`--cpu` would make accelerate start a single process.)
+            # NCCL otherwise. (`--cpu` would make accelerate start a single process.) With ``nodes``,
+            # each machine's launcher joins the rendezvous at the rank-0 machine's address.
             argv = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
-                    *accelerate_args(num_processes, None)[1:], *trainer]
+                    *accelerate_args(num_processes, None, nodes=nodes)[1:], *trainer]
         else:
             raise BadInput(f"The reference backend runs single-process or DDP, not {distributed}",
                            where="--distributed", fix="use --distributed ddp (or none)")

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec
+from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec, Nodes
 from ltx_pipeline.backends.launch import LOG_ENV, check_processes
 from ltx_pipeline.backends.surface import CostSurface, load_surface
 from ltx_pipeline.errors import BadInput
@@ -53,9 +53,13 @@ class SimulatedBackend:
         return validate_trainer_config(load_trainer_config_file(config_path), relaxed_paths=relaxed_paths,
                                        cwd=config_path.parent)
 
-    def train_command(self, config_path: Path, *, num_processes: int = 1,
-                      distributed: Distributed = "none") -> LaunchSpec:
-        check_processes(num_processes, distributed)
+    def train_command(self, config_path: Path, *, num_processes: int = 1, distributed: Distributed = "none",
+                      nodes: Nodes | None = None) -> LaunchSpec:
+        check_processes(num_processes, distributed, nodes)
+        if nodes is not None and nodes.count > 1:
+            # Its cost surface is one machine's measurements: there is nothing to rendezvous with.
+            raise BadInput("The simulated backend runs on one machine", where="--nodes",
+                           fix="use --nodes 1, or --backend reference (real DDP over several nodes) or ltx")
         argv = (sys.executable, "-m", "ltx_pipeline.backends.simulated_trainer", str(config_path.resolve()),
                 "--surface", str(self.surface_path), "--disable-progress-bars")
         return LaunchSpec(argv, config_path.resolve().parent, dict(LOG_ENV))

@@ -51,7 +51,12 @@ def run(
     fresh_preprocess: Annotated[bool | None, typer.Option(
         "--fresh-preprocess", help="Ignore an existing .precomputed; preprocess into the run's folder.")] = None,
     headroom: Annotated[float | None, typer.Option(help="Autotune VRAM headroom (default 0.05).")] = None,
-    processes: Annotated[int | None, typer.Option(help="Training processes (default: one per GPU).")] = None,
+    processes: Annotated[int | None, typer.Option(help="Training processes per node (default: one per GPU).")] = None,
+    nodes: Annotated[int | None, typer.Option(help="Machines training together (default 1); this one is rank 0, "
+                                              "the others run `ltx-pipeline node-launch`.")] = None,
+    main_ip: Annotated[str | None, typer.Option(help="This (rank-0) machine's address, reachable from the other "
+                                                "nodes (needed with --nodes 2 or more).")] = None,
+    main_port: Annotated[int | None, typer.Option(help="Rendezvous port on this machine (default 29500).")] = None,
     checkpoint_interval: Annotated[int | None, typer.Option(help="Steps between checkpoints (default 250).")] = None,
     validation_interval: Annotated[int | None, typer.Option(help="Steps between validations (default 100).")] = None,
     captioner: Annotated[str | None, typer.Option(help="Captions for clips without one: offline (measured facts; "
@@ -90,7 +95,8 @@ def run(
                                assume_gpu, nvidia_smi, accept_risk, surface, fresh_preprocess, headroom, processes,
                                checkpoint_interval, validation_interval)
     options.update({k: v for k, v in {"captioner": captioner, "vllm_url": vllm_url, "holdout": holdout,
-                                      "split_over_s": split_over, "min_scene_s": min_scene}.items() if v is not None})
+                                      "split_over_s": split_over, "min_scene_s": min_scene, "nodes": nodes,
+                                      "main_ip": main_ip, "main_port": main_port}.items() if v is not None})
     if holdout_file is not None:
         options["holdout_file"] = str(existing_path(holdout_file, "--holdout-file"))
     options.update(_eval_options(eval_prompt, skip_eval))

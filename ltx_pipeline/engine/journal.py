@@ -50,6 +50,13 @@ class ValidatedConfig:
     sha256: str
     validator: str
 
+    def check_unchanged(self) -> None:
+        """Raise ``ConfigChangedSinceValidation`` when the file no longer has the digest that passed."""
+        now = config_sha256(self.path)
+        if now != self.sha256:
+            raise ConfigChangedSinceValidation(
+                f"{self.path} changed after it was validated ({self.sha256[:19]}… -> {now[:19]}…)")
+
 
 class ConfigChangedSinceValidation(RuntimeError):
     """The config file changed between its validation and the launch that was to use it."""
@@ -131,10 +138,7 @@ class RunJournal:
         if kind in TRAINER_KINDS:
             if validated is None:
                 raise ValueError(f"a {kind} launch needs the config as validated (ValidatedConfig)")
-            now = config_sha256(validated.path)
-            if now != validated.sha256:
-                raise ConfigChangedSinceValidation(
-                    f"{validated.path} changed after it was validated ({validated.sha256[:19]}… -> {now[:19]}…)")
+            validated.check_unchanged()
         exit_file = Path(f"{log_path}.exit")
         launched = launch_detached(spec.argv, cwd=spec.cwd, env_overrides=spec.env, log_path=log_path,
                                    exit_file=exit_file)

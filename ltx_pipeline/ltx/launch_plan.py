@@ -4,7 +4,9 @@ The plan states the launch it will make and validate builds it; both call ``laun
 process count, the distributed strategy (DDP for LoRA, FSDP for a full fine-tune, facts §3) and the
 effective batch (batch x accumulation x processes) in plan.md are the ones launched. The toy
 reference trainer runs one CPU process unless ``--processes`` asks for more, whatever GPUs the plan
-assumes; the ltx and simulated backends run one process per GPU.
+assumes; the ltx and simulated backends run one process per GPU. Over ``--nodes N`` machines every
+node runs the same number of processes (this machine's, as probed: the nodes are assumed alike), so
+the launch has N x P processes in all and the effective batch is counted over all of them.
 """
 
 from __future__ import annotations
@@ -25,28 +27,39 @@ def distributed_mode(training_mode: str, processes: int) -> str:
 class LaunchShape:
     """The launch a run will make."""
 
-    processes: int
+    processes: int  # on each node
     distributed: str
     reason: str  # why this many processes
+    nodes: int = 1
+
+    @property
+    def total(self) -> int:
+        """Processes over all nodes: what the batch rules and the effective batch count."""
+        return self.processes * self.nodes
 
     def words(self) -> str:
         """One line for plan.md and status, e.g. ``accelerate launch, 4 processes, DDP``."""
-        if self.processes == 1:
+        strategy = "FSDP (configs/accelerate/fsdp.yaml)" if self.distributed == "fsdp" else "DDP"
+        if self.nodes > 1:
+            how = (f"accelerate launch on {self.nodes} nodes: {self.nodes} node(s) x {self.processes} process(es) "
+                   f"= {self.total} processes, {strategy}")
+        elif self.processes == 1:
             how = "single process (python scripts/train.py)"
         else:
-            strategy = "FSDP (configs/accelerate/fsdp.yaml)" if self.distributed == "fsdp" else "DDP"
             how = f"accelerate launch, {self.processes} processes, {strategy}"
         return f"{how}; {self.reason}"
 
 
-def launch_shape(*, backend: str, gpu_count: int, requested: int | None, training_mode: str) -> LaunchShape:
+def launch_shape(*, backend: str, gpu_count: int, requested: int | None, training_mode: str,
+                 nodes: int = 1) -> LaunchShape:
     """The process count and strategy for a run.
 
     Args:
         backend: ``ltx``, ``reference`` or ``simulated``.
         gpu_count: GPUs the probe found (or assumed).
-        requested: ``--processes`` when given.
+        requested: ``--processes`` when given (per node).
         training_mode: ``lora`` or ``full``.
+        nodes: machines (``--nodes``), each running the same number of processes.
     """
     if requested:
         processes, reason = requested, f"{requested} process(es) as requested (--processes)"
@@ -58,4 +71,7 @@ def launch_shape(*, backend: str, gpu_count: int, requested: int | None, trainin
     else:
         processes = max(1, gpu_count)
         reason = f"one process per GPU ({processes})"
-    return LaunchShape(processes, distributed_mode(training_mode, processes), reason)
+    if nodes > 1:
+        reason += f", on each of {nodes} nodes" + ("" if requested or backend == "reference"
+                                                   else " (assumed alike: this machine's GPUs)")
+    return LaunchShape(processes, distributed_mode(training_mode, processes * nodes), reason, nodes)

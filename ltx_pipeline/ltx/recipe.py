@@ -117,7 +117,7 @@ def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, launch: LaunchShape,
                            + f" (the {strategy} default)")
     multi_bucket = any(len(s.buckets) > 1 for s in built_stages)
 
-    per_gpu, processes_note = _per_gpu_batch(effective_batch, launch.processes, warnings)
+    per_gpu, processes_note = _per_gpu_batch(effective_batch, launch.total, warnings)
     if len(set(gpu_names)) > 1:
         warnings.append("The GPUs are different models (" + ", ".join(sorted(set(gpu_names))) + "): "
                         f"{'DDP' if training_mode == 'lora' else 'FSDP'} runs every process in step, so each "
@@ -141,8 +141,8 @@ def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, launch: LaunchShape,
     assumptions.append("seed 42, W&B as the probe found it, outputs under the run folder")
     return Recipe(mode=mode.name, template=template, tier_name=tier.name, base=tier.base,
                   training_mode=training_mode, strategy=strategy, stages=tuple(built_stages), knobs=knobs,
-                  rank=rank, alpha=rank, steps=steps, effective_batch=per_gpu * launch.processes,
-                  num_processes=launch.processes, launch=launch.words(), validation_dims=str(largest),
+                  rank=rank, alpha=rank, steps=steps, effective_batch=per_gpu * launch.total,
+                  num_processes=launch.total, launch=launch.words(), validation_dims=str(largest),
                   checkpoint_interval=checkpoint_every, keep_last_n=-1,
                   validation_interval=validation_every, assumptions=tuple(assumptions),
                   warnings=tuple(warnings))

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-__all__ = ["get_logger", "is_main_process", "setup_logging"]
+__all__ = ["get_logger", "is_main_process", "is_writer", "setup_logging"]
 
 LOGGER_NAME = "ltxv_trainer"
 
@@ -48,6 +48,15 @@ class _StdoutHandler(logging.StreamHandler):
 def is_main_process() -> bool:
     """True when ``LOCAL_RANK`` is absent or "0", the trainer's definition."""
     return os.environ.get("LOCAL_RANK", "0") == "0"
+
+
+def is_writer() -> bool:
+    """True on the one process of the whole launch that writes outputs: global ``RANK`` absent or "0".
+
+    Over several nodes every node has a ``LOCAL_RANK`` 0 that logs (its node's log shows the steps),
+    but only global rank 0 writes into the shared ``output_dir``.
+    """
+    return os.environ.get("RANK", "0") == "0"
 
 
 def setup_logging() -> logging.Logger:

@@ -19,7 +19,7 @@ import torch
 
 from ltx_pipeline.reference_trainer import checkpoints as ckpt
 from ltx_pipeline.reference_trainer.flow import prepare_step, step_loss
-from ltx_pipeline.reference_trainer.logs import get_logger, is_main_process
+from ltx_pipeline.reference_trainer.logs import get_logger, is_main_process, is_writer
 from ltx_pipeline.reference_trainer.memory import GIB
 from ltx_pipeline.reference_trainer.validation import generate_samples
 
@@ -43,7 +43,8 @@ class StepLoop:
         self.arch, self.salt, self.output_dir = arch, salt, output_dir
         self.initial_step = self.global_step = initial_step
         self.started, self.quiet_bar = started, disable_progress_bars
-        self.main = is_main_process()
+        self.main = is_main_process()  # logs (each node's local rank 0)
+        self.writer = is_writer()  # writes samples and checkpoints (global rank 0 only)
         self.logger = get_logger()
         self.retention = ckpt.Retention(config.checkpoints.keep_last_n)
         self.log_every = int(os.environ.get("LTX_REFERENCE_LOG_EVERY", "20") or 20)
@@ -123,8 +124,8 @@ class StepLoop:
             self.save_checkpoint()
 
     def validate(self, step: int) -> None:
-        """Generate the validation samples for ``step`` (main process; others wait)."""
-        if self.config.validation.samples and self.main:
+        """Generate the validation samples for ``step`` (the writing process; others wait)."""
+        if self.config.validation.samples and self.writer:
             generate_audio = self.config.validation.generate_audio and any(
                 m.kind == "audio" and m.generated for m in self.modalities)
             with self.memory.during("validation"), self._autocast():
@@ -134,9 +135,9 @@ class StepLoop:
         self.accelerator.wait_for_everyone()
 
     def save_checkpoint(self, final: bool = False) -> None:
-        """Write weights (and the training state) for the current step on the main process."""
+        """Write weights (and the training state) for the current step on the writing process."""
         del final  # the final save is the same as any other; retention never deletes the newest
-        if self.main:
+        if self.writer:
             c = self.config.checkpoints
             folder = self.output_dir / "checkpoints"
             mode = self.config.model.training_mode

@@ -23,7 +23,7 @@ import yaml
 from ltx_pipeline.reference_trainer import checkpoints as ckpt
 from ltx_pipeline.reference_trainer.data import PrecomputedSamples, caption_salt
 from ltx_pipeline.reference_trainer.flow import modalities_of
-from ltx_pipeline.reference_trainer.logs import get_logger, is_main_process
+from ltx_pipeline.reference_trainer.logs import get_logger, is_main_process, is_writer
 from ltx_pipeline.reference_trainer.loop import StepLoop
 from ltx_pipeline.reference_trainer.memory import GIB, DeviceMemory, capacity_from_env, memory_scale_from_env
 from ltx_pipeline.reference_trainer.model import load_base, read_architecture
@@ -177,7 +177,7 @@ def train(config, disable_progress_bars: bool) -> None:  # noqa: ANN001, C901 - 
             flag = "enabled 🔈" if audio else "disabled 🔇"
             logger.debug(f"🎯 Using FlexibleStrategy training strategy (audio {flag})")
             batches = _batches(_loader(dataset, config, nproc, rank))
-            if main:
+            if is_writer():
                 output_dir.mkdir(parents=True, exist_ok=True)
                 dump = yaml.dump(config.model_dump(), default_flow_style=False, indent=2)
                 atomic_write(output_dir / "training_config.yaml", dump)
@@ -203,7 +203,7 @@ def train(config, disable_progress_bars: bool) -> None:  # noqa: ANN001, C901 - 
         status = f"out of memory during {memory.oom_phase or memory.phase}"
         raise
     finally:
-        if main and output_dir.is_dir():
+        if is_writer() and output_dir.is_dir():
             report = {"status": status, "device": device.type, "scale": memory.scale,
                       "capacity_bytes": memory.capacity, "peak_bytes": memory.peaks}
             atomic_write(output_dir / "reference_memory.json", json.dumps(report, indent=2))
