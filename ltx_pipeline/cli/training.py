@@ -135,12 +135,18 @@ def render_live(console: Console, live: dict[str, Any] | None) -> None:
     step = (f"step {live['step']}/{live['total']} ({live['percent']}%)" if live["total"]
             else f"step {live['step'] if live['step'] is not None else '-'}")
     losses = ", ".join(f"{loss:.4f}" for loss in live["last_losses"]) or "-"
-    lines = [f"  training stage {live['stage']}/{live['stages']}: {state} (pid {live['pid']}); {step}; "
-             f"last losses: {losses}"]
+    job = live.get("slurm")
+    who = f"slurm job {job['job_id']}" if job else f"pid {live['pid']}"
+    lines = [f"  training stage {live['stage']}/{live['stages']}: {state} ({who}); {step}; last losses: {losses}"]
+    if job:
+        lines.append(f"  slurm job {job['job_id']}: {job['text']}")
     gpus = "; ".join(f"GPU {g['index']} {g['utilization_pct']}% {g['memory_used_mib']}/{g['memory_total_mib']} MiB"
                      for g in live.get("gpus") or [])
     if live["state"] == "running":
         lines.append(f"  ETA: {live['eta']}" + (f"; {gpus}" if gpus else ""))
+    elif live["state"] in ("queued", "unknown"):
+        lines.append("  waiting for its nodes in the SLURM queue" if live["state"] == "queued" else
+                     "  its state cannot be read here: run `ltx-pipeline status` where squeue and sacct are on PATH")
     else:  # finished, failed, stopped or crashed: what it took, never an estimate
         took = (f"{live['duration']} ({live['duration_source']})" if live.get("duration")
                 else "not measured (no trainer statistics and no process times)")
