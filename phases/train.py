@@ -32,7 +32,7 @@ from ltx_pipeline.probing import wandb_credentials_resolve
 from ltx_pipeline.steps.follow import TrainingFollower, log_summary, stop_requested
 from ltx_pipeline.steps.preprocess import preprocess
 from ltx_pipeline.steps.resume import check_compatible, failure_report, latest_pair, patch_resume, set_aside
-from ltx_pipeline.steps.slurm import require_queue, script_path, stage_job, submit_script, write_script
+from ltx_pipeline.steps.slurm import job_end_fix, require_queue, script_path, stage_job, submit_script, write_script
 from ltx_pipeline.steps.validation import launch_target, validate_stage
 from ltx_pipeline.workspace import atomic_write
 
@@ -354,7 +354,10 @@ class _Stage:
         diff = "; ".join(f"{c['path']}: {c['old']} -> {c['new']}" for c in proposal["diff"])
         fix = (f"`ltx-pipeline resume --apply-fix` applies {diff}; `ltx-pipeline resume` retries as is" if diff
                else f"{failure.fix[0].reason if failure.fix else 'see the log'}; then `ltx-pipeline resume`")
-        job = f"SLURM job {handle.slurm_job} {record.get('slurm_state')}, " if record and handle.slurm_job else ""
+        job = ""
+        if record and record.get("slurm_state"):
+            job = f"SLURM job {handle.slurm_job} {record['slurm_state']}, "
+            fix = job_end_fix(record["slurm_state"]) or fix  # the scheduler ended it: say what to change there
         raise RunFailed(f"Training stage {self.index} failed ({job}{failure.kind}, exit {code}): {failure.evidence}",
                         where=str(self.ctx.paths.root / "failure.md"), fix=fix)
 

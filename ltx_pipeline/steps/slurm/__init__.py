@@ -8,6 +8,7 @@
 from ltx_pipeline.steps.slurm.script import SlurmJob, node_log_pattern, render_script, slurm_path_problem
 from ltx_pipeline.steps.slurm.submit import (
     check_paths,
+    job_end_fix,
     require_queue,
     sbatch_argv,
     script_path,
@@ -16,5 +17,5 @@ from ltx_pipeline.steps.slurm.submit import (
     write_script,
 )
 
-__all__ = ["SlurmJob", "check_paths", "node_log_pattern", "render_script", "require_queue", "sbatch_argv",
-           "script_path", "slurm_path_problem", "stage_job", "submit_script", "write_script"]
+__all__ = ["SlurmJob", "check_paths", "job_end_fix", "node_log_pattern", "render_script", "require_queue",
+           "sbatch_argv", "script_path", "slurm_path_problem", "stage_job", "submit_script", "write_script"]

@@ -23,7 +23,7 @@ from ltx_pipeline.steps.slurm.script import SlurmJob, node_log_pattern, render_s
 from ltx_pipeline.store.location import STORE_ENV, is_sqlite, redact
 from ltx_pipeline.workspace import atomic_write
 
-__all__ = ["check_paths", "require_queue", "sbatch_argv", "script_path", "stage_job", "submit_script",
+__all__ = ["check_paths", "job_end_fix", "require_queue", "sbatch_argv", "script_path", "stage_job", "submit_script",
            "write_script"]
 
 _SUBMIT_TIMEOUT_S = 120.0
@@ -125,3 +125,24 @@ def require_queue(job_id: int, resume_command: str) -> None:
         raise Refused(f"SLURM job {job_id} of this run was submitted, and its state cannot be read here "
                       f"({state.note})", where="squeue/sacct",
                       fix=f"run `{resume_command}` where squeue and sacct are on PATH (a login node of the cluster)")
+
+
+#: What to change when the scheduler, not the trainer, ended a job (FAILED is the trainer's own exit: its log says).
+_END_FIXES = {
+    "TIMEOUT": "the job reached its time limit: give a longer one (--slurm-arg=--time=..., slurm_args in run.yaml) "
+               "or checkpoint more often; `ltx-pipeline resume` continues from the newest checkpoint pair",
+    "CANCELLED": "the job was cancelled (scancel, or an administrator); `ltx-pipeline resume` submits it again and "
+                 "continues from the newest checkpoint pair",
+    "NODE_FAIL": "a node of the job failed; `ltx-pipeline resume` submits it again and continues from the newest "
+                 "checkpoint pair",
+    "PREEMPTED": "the job was preempted and not requeued; `ltx-pipeline resume` submits it again and continues from "
+                 "the newest checkpoint pair",
+    "OUT_OF_MEMORY": "a node ran out of host memory: ask for more (--slurm-arg=--mem=...), then `ltx-pipeline resume`",
+    "BOOT_FAIL": "the nodes failed to boot; `ltx-pipeline resume` submits it again",
+    "DEADLINE": "the job passed its deadline; give a later one (or none), then `ltx-pipeline resume`",
+}
+
+
+def job_end_fix(state: str) -> str | None:
+    """How to go on after a job the scheduler ended in ``state``; None when the trainer's log has the answer."""
+    return _END_FIXES.get(state)
