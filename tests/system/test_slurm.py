@@ -22,6 +22,7 @@ import pytest
 from ltx_pipeline.cli import main
 from ltx_pipeline.engine.slurm import parse_sacct
 from ltx_pipeline.steps.slurm import SlurmJob, render_script, stage_job, write_script
+from tests.engine.test_shared_store import new_database, postgres_server  # noqa: F401 - a fixture
 from tests.phases.train_helpers import (  # noqa: F401 - training_registered is a fixture
     clips,
     resume,
@@ -377,3 +378,18 @@ def test_bad_slurm_options_are_refused_before_anything_is_written(workspace, tmp
     assert code == 2
     assert message in capsys.readouterr().err
     assert not (workspace / "r1").exists()
+
+
+@pytest.mark.usefixtures("training_registered")
+def test_on_a_shared_store_the_job_inherits_the_store_url_and_its_password_stays_out_of_the_script(
+        workspace, tmp_path, monkeypatch, cluster, capsys, request) -> None:
+    url = new_database(request.getfixturevalue("postgres_server")).replace("postgresql+psycopg://ltx@", "postgresql+psycopg://ltx:s3cret@")
+    monkeypatch.setenv("LTX_PIPELINE_STORE", url)  # the server trusts the socket: the password is only carried
+    assert main(simulated_args(workspace, clips(tmp_path / "data"), "--steps", "40", "--slurm", "--detach")) == 0
+    [submit] = cluster.calls("sbatch")
+    assert submit["env"]["LTX_PIPELINE_STORE"] == url  # sbatch exports it to the job
+    assert "s3cret" not in submit["script"] and ': "${LTX_PIPELINE_STORE:?' in submit["script"]
+    cluster.queue("RUNNING")
+    report, text = _status(workspace, capsys)
+    assert report["slurm"]["job_id"] == JOB and f"slurm job {JOB}: RUNNING" in text
+    assert "s3cret" not in text
