@@ -393,3 +393,20 @@ def test_on_a_shared_store_the_job_inherits_the_store_url_and_its_password_stays
     report, text = _status(workspace, capsys)
     assert report["slurm"]["job_id"] == JOB and f"slurm job {JOB}: RUNNING" in text
     assert "s3cret" not in text
+
+
+def test_slurm_is_part_of_the_plan_and_an_existing_plan_stays_approved_without_it(workspace, tmp_path) -> None:
+    from tests.phases.train_helpers import SURFACE
+
+    base = ["run", "--workspace", str(workspace), "--run", "r1"]
+    assert main([*base, "--dataset", str(clips(tmp_path / "data")), "--backend", "simulated", "--surface",
+                 str(SURFACE)]) == 3
+    store, run = store_of(workspace)
+    [plan] = [p for p in store.phase_attempts(run.id) if p.phase == "plan"]
+    assert "slurm" not in plan.fingerprint_parts["run request"]  # a run that never asked: as before the option
+    assert main(base) == 3
+    assert [p.phase for p in store.phase_attempts(run.id)].count("plan") == 1  # unchanged: not planned again
+    assert main([*base, "--slurm", "--slurm-arg=--partition=gpu"]) == 3  # a new plan, to approve again
+    plans = [p for p in store.phase_attempts(run.id) if p.phase == "plan"]
+    assert len(plans) == 2 and "slurm" in plans[-1].reason
+    assert "submitted to SLURM with 1 node(s)" in (workspace / "r1" / "plan.md").read_text()
