@@ -325,6 +325,7 @@ def test_a_failed_job_fails_the_stage_with_its_slurm_state_and_resume_submits_a_
 
 @pytest.mark.usefixtures("training_registered")
 def test_stop_cancels_the_job(workspace, tmp_path, cluster, capsys) -> None:
+    (cluster.state / "cluster").touch()  # sbatch --parsable prints "jobid;cluster" on a multi-cluster setup
     assert main(simulated_args(workspace, clips(tmp_path / "data"), "--steps", "40", "--slurm", "--detach")) == 0
     cluster.queue("RUNNING")
     assert main(["stop", "--workspace", str(workspace), "--run", "r1"]) == 0
@@ -410,3 +411,22 @@ def test_slurm_is_part_of_the_plan_and_an_existing_plan_stays_approved_without_i
     plans = [p for p in store.phase_attempts(run.id) if p.phase == "plan"]
     assert len(plans) == 2 and "slurm" in plans[-1].reason
     assert "submitted to SLURM with 1 node(s)" in (workspace / "r1" / "plan.md").read_text()
+
+
+@pytest.mark.usefixtures("training_registered")
+def test_a_job_sbatch_refuses_is_a_bad_input_in_sbatchs_words_and_nothing_is_recorded(workspace, tmp_path, cluster,
+                                                                                      capsys) -> None:
+    (cluster.state / "sbatch.refuse").touch()
+    args = simulated_args(workspace, clips(tmp_path / "data"), "--steps", "40", "--slurm",
+                          "--slurm-arg=--partition=nope", "--detach")
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "sbatch refused the job (exit 1): sbatch: error: invalid partition specified: nope" in err
+    assert "correct slurm_args in run.yaml" in err
+    store, run = store_of(workspace)
+    assert store.processes(run.id, "train") == []
+    (cluster.state / "sbatch.refuse").unlink()
+    assert resume(workspace, "--detach") == 0  # the same launch's script, submitted now
+    assert [c["argv"][-1] for c in cluster.calls("sbatch")] == [str(workspace / "r1" / "slurm" / "train.sbatch")] * 2
+    assert not list((workspace / "r1" / "slurm").glob("*.prev*"))
+    assert [p.host for p in store.processes(run.id, "train")] == [f"slurm:{JOB}"]
