@@ -31,7 +31,7 @@ def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
          run_name: Annotated[str | None, typer.Option("--run", "-r", help="Run name.")] = None,
          interrupt_timeout: Annotated[float, typer.Option(help="Seconds to wait after SIGINT.")] = 30.0,
          terminate_timeout: Annotated[float, typer.Option(help="Seconds to wait after SIGTERM.")] = 15.0) -> int:
-    """Stop the run's training: SIGINT to its process group, then SIGTERM, then SIGKILL."""
+    """Stop the run's training: SIGINT to its process group, then SIGTERM, then SIGKILL (a SLURM job: scancel)."""
     from ltx_pipeline.engine.journal import RunJournal
     from ltx_pipeline.steps.follow import request_stop
     from ltx_pipeline.store import Store
@@ -57,8 +57,12 @@ def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
         out.print(f"No trainer of run {run.name} is running; nothing to stop.", markup=False)
         return EXIT_OK
     request_stop(handle, ws.root)
-    out.print(f"Stopping stage {handle.stage} of run {run.name} (pid {handle.pid}): SIGINT, then SIGTERM after "
-              f"{interrupt_timeout:g} s, SIGKILL after {terminate_timeout:g} s more...", markup=False)
+    if handle.slurm_job is not None:
+        out.print(f"Cancelling SLURM job {handle.slurm_job} (stage {handle.stage} of run {run.name}) with scancel...",
+                  markup=False)
+    else:
+        out.print(f"Stopping stage {handle.stage} of run {run.name} (pid {handle.pid}): SIGINT, then SIGTERM after "
+                  f"{interrupt_timeout:g} s, SIGKILL after {terminate_timeout:g} s more...", markup=False)
     how = journal.stop(handle, interrupt_timeout=interrupt_timeout, terminate_timeout=terminate_timeout)
     record = handle.exit()
     if (record or {}).get("exit_code") == 0:

@@ -328,8 +328,10 @@ def test_stop_cancels_the_job(workspace, tmp_path, cluster, capsys) -> None:
     (cluster.state / "cluster").touch()  # sbatch --parsable prints "jobid;cluster" on a multi-cluster setup
     assert main(simulated_args(workspace, clips(tmp_path / "data"), "--steps", "40", "--slurm", "--detach")) == 0
     cluster.queue("RUNNING")
+    capsys.readouterr()
     assert main(["stop", "--workspace", str(workspace), "--run", "r1"]) == 0
     assert [c["argv"][1:] for c in cluster.calls("scancel")] == [[str(JOB)]]
+    assert f"Cancelling SLURM job {JOB}" in capsys.readouterr().out
     store, run = store_of(workspace)
     [process] = store.processes(run.id, "train")
     assert process.status == "stopped"
