@@ -263,7 +263,8 @@ def test_a_slurm_run_submits_once_follows_the_job_and_status_reads_the_queue(wor
 
     report, text = _status(workspace, capsys)
     assert report["state"] == "queued" and report["slurm"]["state"] == "PENDING"
-    assert f"slurm job {JOB}: PENDING" in text
+    assert f"slurm job {JOB}: PENDING" in text and "waiting for its nodes in the SLURM queue" in text
+    assert resume(workspace, "--detach") == 0  # queued: re-attached, nothing submitted
     cluster.queue("RUNNING")
     report, text = _status(workspace, capsys)
     assert report["state"] == "running" and f"slurm job {JOB}: RUNNING" in text
@@ -432,3 +433,21 @@ def test_a_job_sbatch_refuses_is_a_bad_input_in_sbatchs_words_and_nothing_is_rec
     assert [c["argv"][-1] for c in cluster.calls("sbatch")] == [str(workspace / "r1" / "slurm" / "train.sbatch")] * 2
     assert not list((workspace / "r1" / "slurm").glob("*.prev*"))
     assert [p.host for p in store.processes(run.id, "train")] == [f"slurm:{JOB}"]
+
+
+def test_a_job_waiting_in_the_queue_is_not_a_stall_but_a_silent_running_one_is(tmp_path, cluster) -> None:
+    from ltx_pipeline.engine.journal import ProcessHandle
+    from ltx_pipeline.steps.follow import TrainingFollower
+
+    handle = ProcessHandle(1, "train", 1, JOB, 0.0, f"slurm:{JOB}", tmp_path / "train.node0.log", 0, "running",
+                           f"sbatch --parsable {tmp_path / 'train.sbatch'}")
+    warnings: list[str] = []
+    follower = TrainingFollower(None, handle, stage=1, stages=1, output_dir=tmp_path, warn=warnings.append,
+                                stall_s=0.0)
+    cluster.queue("PENDING")
+    assert follower.poll() and not follower.stalled and warnings == []
+    cluster.queue("RUNNING")
+    assert follower.poll() and follower.stalled
+    assert len(warnings) == 1 and "stalled" in warnings[0]
+    cluster.accounting("COMPLETED|0:0")
+    assert not follower.poll()
