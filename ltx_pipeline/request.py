@@ -81,6 +81,10 @@ class RunRequest(BaseModel):
     # Evaluate phase: out-of-distribution prompts (default: 3 generic ones with the trigger word), or none at all.
     eval_prompts: list[str] = Field(default_factory=list, max_length=20)
     skip_eval: bool = False
+    # Training on a SLURM cluster: the train phase writes <run>/slurm/*.sbatch and submits it (sbatch),
+    # with the user's own #SBATCH options (partition, account, time...) passed through verbatim.
+    slurm: bool = False
+    slurm_args: list[str] = Field(default_factory=list, max_length=50)
 
     @field_validator("mode")
     @classmethod
@@ -135,6 +139,25 @@ class RunRequest(BaseModel):
             raise ValueError("an evaluation prompt is empty")
         return cleaned
 
+    @field_validator("slurm_args")
+    @classmethod
+    def _sbatch_options(cls, value: list[str]) -> list[str]:
+        for option in value:
+            name = option.split("=", 1)[0]
+            if not option.startswith("--") or len(option) < 3 or any(c in option for c in "\n\r\0"):
+                raise ValueError(f"{option!r} is not a long #SBATCH option: write it as --name=value "
+                                 "(e.g. --partition=gpu), one per --slurm-arg")
+            if name in _OWNED_SBATCH:
+                raise ValueError(f"{name} is set by ltx-pipeline in the job script ({_OWNED_SBATCH[name]}); "
+                                 "leave it out of --slurm-arg")
+        return value
+
+    @model_validator(mode="after")
+    def _slurm_args_need_slurm(self) -> RunRequest:
+        if self.slurm_args and not self.slurm:
+            raise ValueError("--slurm-arg applies only with --slurm (slurm: true in run.yaml)")
+        return self
+
     @model_validator(mode="after")
     def _surface_for_simulated(self) -> RunRequest:
         if self.backend == "simulated" and not self.surface:
@@ -147,7 +170,8 @@ class RunRequest(BaseModel):
     def _nodes_meet(self) -> RunRequest:
         if self.nodes > 1 and self.backend == "simulated":
             raise ValueError("backend 'simulated' runs on one machine; --nodes needs --backend reference or ltx")
-        if self.nodes > 1 and not (self.main_ip or "").strip():
+        # Under SLURM the job finds its first node itself (scontrol) and passes it to every node-launch.
+        if self.nodes > 1 and not self.slurm and not (self.main_ip or "").strip():
             raise PydanticCustomError("main_ip_missing", f"--nodes {self.nodes} needs --main-ip, the address of this "
                                       "(rank-0) machine that the other nodes reach", {"fix": "pass --main-ip IP"})
         return self
@@ -180,6 +204,15 @@ class RunRequest(BaseModel):
         stream.write("# ltx-pipeline run request. Edit and run `ltx-pipeline resume` to change the run.\n")
         yaml.safe_dump(data, stream, sort_keys=False)
         return stream.getvalue()
+
+
+#: #SBATCH options the job script sets itself, and why (a user's own would break the one-task-per-node launch).
+_OWNED_SBATCH = {
+    "--nodes": "the run's node count", "--ntasks": "one task per node", "--ntasks-per-node": "one task per node",
+    "--output": "the run's slurm/ folder", "--error": "the run's slurm/ folder", "--open-mode": "append, for requeues",
+    "--no-requeue": "a requeued job resumes from its checkpoint", "--parsable": "the job id is read from it",
+    "--wrap": "the script is the job", "--gpus-per-node": "the plan's processes per node",
+}
 
 
 def build_request(values: dict[str, Any], where: str = "options") -> RunRequest:
@@ -280,6 +313,7 @@ def _fix_hint(field: str) -> str:
         "eval_prompts": "give each evaluation prompt as non-empty text (at most 20)",
         "nodes": "give how many machines train together (1 or more)",
         "main_port": "give a free TCP port on the rank-0 machine (default 29500)",
+        "slurm_args": "give each #SBATCH option as --name=value, e.g. --slurm-arg=--partition=gpu",
     }
     return hints.get(field, "correct the value and try again")
 

@@ -23,6 +23,7 @@ from ltx_pipeline.ltx.preparation import PreparationPlan, default_captioner, pla
 from ltx_pipeline.ltx.recipe import Recipe, build_recipe
 from ltx_pipeline.ltx.tiers import Tier
 from ltx_pipeline.request import EVAL_ONLY_FIELDS, RENDEZVOUS_FIELDS
+from ltx_pipeline.steps.slurm import check_paths
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE"]
@@ -37,6 +38,9 @@ class PlanPhase:
         # Where the nodes meet is validate's (the launch command); one node is every earlier run's fingerprint.
         skip = {*EVAL_ONLY_FIELDS, *RENDEZVOUS_FIELDS, *(("nodes",) if ctx.request.nodes == 1 else ())}
         request = ctx.request.model_dump(mode="json", exclude=skip)
+        for key, default in _LATER_FIELDS:  # at their defaults, an existing run's plan stays approved
+            if request.get(key) == default:
+                request.pop(key, None)
         return {"run request": request, "probe": digest(ctx.output("probe"))}
 
     def run(self, ctx: RunContext) -> PhaseResult:
@@ -44,6 +48,8 @@ class PlanPhase:
                     "runs until you approve this exact plan.")
         probe = ctx.output("probe")
         request = ctx.request
+        if request.slurm:
+            check_paths(ctx.workspace)  # a path SLURM would misread is refused now, not at submission
         mode = get_mode(request.mode)
         tier = Tier(probe["tier"]["key"], probe["tier"]["name"], probe["tier"]["base"])
         launch = launch_shape(backend=request.backend, gpu_count=probe["gpu_count"], requested=request.processes,
@@ -85,6 +91,9 @@ class PlanPhase:
         return (f"plan.md written: {recipe['mode']} {recipe['training_mode']} on {recipe['tier_name']}, "
                 f"{stages}{blocked}{prepare}")
 
+
+# Request fields added after runs existed, with their defaults (left out of the plan's fingerprint at them).
+_LATER_FIELDS: tuple[tuple[str, Any], ...] = (("slurm", False), ("slurm_args", []))
 
 # Prerequisites only the official trainer needs; the toy and simulated backends run without them.
 _LTX_ONLY = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout")
@@ -188,7 +197,7 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
               f"- Effective batch: {recipe.effective_batch} = batch {recipe.knobs['batch_size']} x accumulation "
               f"{recipe.knobs['gradient_accumulation_steps']} x {recipe.num_processes} process(es)"
               + (f" ({request.nodes} node(s) x {recipe.num_processes // request.nodes} process(es))"
-                 if request.nodes > 1 else ""), *_node_lines(ctx), ""]
+                 if request.nodes > 1 else ""), *_node_lines(ctx), *_slurm_lines(ctx, recipe), ""]
     lines += ["## Sanity Check + Autotune", "",
               "Before the full preprocess, a short trial at the full target resolution (the largest bucket) checks "
               "that training and a validation pass fit in memory, then a few variants of the memory/speed knobs "
@@ -218,6 +227,18 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
     lines += ["## Approve to proceed", "", "Nothing heavy (preprocessing, autotune, training) runs before approval.",
               "", "```", approve, f"ltx-pipeline resume --workspace {ctx.workspace} --run {ctx.run_name}", "```", ""]
     return "\n".join(lines)
+
+
+def _slurm_lines(ctx: RunContext, recipe: Recipe) -> list[str]:
+    """What ``--slurm`` changes: training is submitted to the cluster, not launched here."""
+    request = ctx.request
+    if not request.slurm:
+        return []
+    nodes = getattr(request, "nodes", None) or 1
+    extra = " ".join(f"`{a}`" for a in request.slurm_args) or "none"
+    return [f"- Cluster: each stage's training will be submitted to SLURM with {nodes} node(s) x "
+            f"{recipe.num_processes} GPU(s) each (`sbatch` of `{ctx.paths.root / 'slurm'}/train*.sbatch`, one task "
+            f"per node, requeue-safe); your #SBATCH options: {extra}"]
 
 
 def _config_table(recipe: Recipe, request: Any) -> list[str]:

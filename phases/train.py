@@ -34,6 +34,7 @@ from ltx_pipeline.steps.follow import TrainingFollower, log_summary, stop_reques
 from ltx_pipeline.steps.nodes import node_launch_printable, rank_zero
 from ltx_pipeline.steps.preprocess import preprocess
 from ltx_pipeline.steps.resume import check_compatible, failure_report, latest_pair, patch_resume, set_aside
+from ltx_pipeline.steps.slurm import job_end_fix, require_queue, script_path, stage_job, submit_script, write_script
 from ltx_pipeline.steps.validation import launch_target, validate_stage
 from ltx_pipeline.workspace import atomic_write
 
@@ -79,8 +80,8 @@ class TrainPhase:
         stages = outputs["stages"]
         if stages and stages[-1].get("pending"):
             last = stages[-1]
-            return (f"stage {last['stage']}/{outputs['stage_count']} training detached (pid {last['pid']}); "
-                    f"log {last['log']}")
+            who = f"SLURM job {last['slurm_job']}" if last.get("slurm_job") else f"pid {last['pid']}"
+            return f"stage {last['stage']}/{outputs['stage_count']} training detached ({who}); log {last['log']}"
         finals = ", ".join(f"stage {s['stage']}: step {s['final_step']}" for s in stages)
         return f"{len(stages)} stage(s) trained ({finals})"
 
@@ -104,18 +105,25 @@ class _Stage:
 
     def run(self) -> dict[str, Any]:
         ctx, journal = self.ctx, self.ctx.journal
+        launches = journal.processes("train", self.index)
+        if launches and launches[-1].slurm_job is not None and launches[-1].status == "running":
+            # Whether the job still runs decides between following it and submitting another: never guessed.
+            require_queue(launches[-1].slurm_job, self._resume_command())
         if (done := self._completed()) is not None:
             ctx.narrate(f"Stage {self.index}/{self.total} already trained to step {done['final_step']}; skipping.")
             return done
         handle = journal.live("train", self.index)
         resumed_from = None
-        if handle is not None:
+        if handle is not None and handle.slurm_job is not None:
+            ctx.narrate(f"Re-attaching to SLURM job {handle.slurm_job} of stage {self.index}, still in the queue; "
+                        f"nothing is submitted. Following node 0's log {handle.log_path}.")
+        elif handle is not None:
             ctx.narrate(f"Re-attaching to the stage {self.index} trainer that is still running (pid {handle.pid}); "
                         "nothing is launched.")
         else:
             resumed_from, handle = self._launch()
         if ctx.options.get("detach"):
-            ctx.narrate(f"Training goes on detached (pid {handle.pid}); follow it with `ltx-pipeline resume`, "
+            ctx.narrate(f"Training goes on detached ({_who(handle)}); follow it with `ltx-pipeline resume`, "
                         "check it with `ltx-pipeline status`, stop it with `ltx-pipeline stop`.")
             return self._pending(handle)
         values = self.values()
@@ -128,7 +136,7 @@ class _Stage:
         try:
             follower.follow()
         except KeyboardInterrupt:
-            ctx.narrate(f"Stopped following; stage {self.index} keeps training (pid {handle.pid}). Re-attach with "
+            ctx.narrate(f"Stopped following; stage {self.index} keeps training ({_who(handle)}). Re-attach with "
                         "`ltx-pipeline resume`, stop it with `ltx-pipeline stop`.")
             return self._pending(handle)
         return self._judge(handle, follower, resumed_from)
@@ -151,21 +159,17 @@ class _Stage:
         # Last: every patch (autotune's winner, --apply-fix, load_checkpoint) is in the file now.
         validated = self._validate_for_launch()
         validate = ctx.output("validate")
+        self.log = stage_log(ctx.paths.logs, self.index, self.total, attempt=len(previous) + 1)
+        if ctx.request.slurm:
+            return resumed_from, self._submit(validated, len(previous) + 1)
         nodes = rank_zero(ctx.request)  # several nodes: this machine is rank 0, the others join it
         spec = ctx.backend.train_command(self.config, distributed=validate["distributed"], nodes=nodes,
                                          num_processes=validate.get("processes_per_node", validate["num_processes"]))
-        self.log = stage_log(ctx.paths.logs, self.index, self.total, attempt=len(previous) + 1)
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        with self.log.open("a", encoding="utf-8") as handle:  # an append-only log: a boundary between launches
-            handle.write(f"=== ltx-pipeline: launch {len(previous) + 1} of stage {self.index} at "
-                         f"{time.strftime('%Y-%m-%d %H:%M:%S')} ===\n")
-        offset = self.log.stat().st_size
+        offset = self._log_boundary(self.log, len(previous) + 1)
         try:
             launched = journal.launch("train", self.index, spec, self.log, validated)
         except ConfigChangedSinceValidation as exc:
-            raise Refused(f"Stage {self.index} was not launched: {exc}", where=str(self.config),
-                          fix="leave the run's config files alone while it runs; `ltx-pipeline resume` validates "
-                              "the config again and launches") from None
+            raise self._changed(exc) from None
         journal.set_offset(launched, offset)
         ctx.narrate(f"Stage {self.index}/{self.total} launched (pid {launched.pid}), log {self.log}: "
                     f"{launched.printable}")
@@ -180,6 +184,47 @@ class _Stage:
                     "Start each other node now (same workspace path on every node):")
         for rank in range(1, nodes.count):
             ctx.narrate(f"  node {rank}: {node_launch_printable(ctx.workspace, ctx.run_name, rank, nodes)}")
+
+    def _submit(self, validated: ValidatedConfig, attempt: int) -> Any:
+        """Write this launch's sbatch script, submit it and record the job (``--slurm``); node 0's log is followed."""
+        ctx = self.ctx
+        validate = ctx.output("validate")
+        nodes = ctx.request.nodes
+        per_node = int(validate.get("processes_per_node") or validate["num_processes"])
+        job = stage_job(workspace=ctx.workspace, run_root=ctx.paths.root, run=ctx.run_name, stage=self.index,
+                        stages=self.total, log=self.log, nodes=nodes, gpus_per_node=per_node,
+                        extra=tuple(ctx.request.slurm_args))
+        script, kept = write_script(script_path(ctx.paths.root, self.log), job, workspace=ctx.workspace)
+        if kept is not None:
+            ctx.warn(f"{script.name} differed from the script this launch needs (never submitted): kept as {kept}")
+        self.log = Path(str(job.node_log).replace("%n", "0"))
+        offset = self._log_boundary(self.log, attempt)
+        try:
+            submitted = ctx.journal.submit("train", self.index, lambda: submit_script(
+                script, resume_command=self._resume_command()), self.log, validated)
+        except ConfigChangedSinceValidation as exc:
+            raise self._changed(exc) from None
+        ctx.journal.set_offset(submitted, offset)
+        ctx.narrate(f"Stage {self.index}/{self.total} submitted to SLURM as job {submitted.slurm_job} ({nodes} "
+                    f"node(s) x {per_node} GPU(s)); script {script}; following node 0's log {self.log}: "
+                    f"{submitted.printable}")
+        return replace(submitted, log_offset=offset)
+
+    def _log_boundary(self, log: Path, attempt: int) -> int:
+        """Mark a launch in its append-only log; returns the offset its own lines start at."""
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(f"=== ltx-pipeline: launch {attempt} of stage {self.index} at "
+                         f"{time.strftime('%Y-%m-%d %H:%M:%S')} ===\n")
+        return log.stat().st_size
+
+    def _changed(self, exc: Exception) -> Refused:
+        return Refused(f"Stage {self.index} was not launched: {exc}", where=str(self.config),
+                       fix="leave the run's config files alone while it runs; `ltx-pipeline resume` validates "
+                           "the config again and launches")
+
+    def _resume_command(self) -> str:
+        return f"ltx-pipeline resume --workspace {self.ctx.workspace} --run {self.ctx.run_name}"
 
     def _catch_up(self, launches: list[Any]) -> None:
         """Record what earlier launches logged after their last follower stopped reading.
@@ -219,7 +264,7 @@ class _Stage:
         if self.index > 1 and (values.get("checkpoints") or {}).get("no_resume") and warm and not Path(warm).exists():
             raise RunFailed(f"Stage {self.index} warm-starts from {warm}, which does not exist",
                             where=str(self.config), fix="let the previous stage finish (`ltx-pipeline resume`)")
-        if ctx.request.backend == "ltx":
+        if ctx.request.backend == "ltx" and not ctx.request.slurm:  # a job's GPUs are on its nodes, not here
             _check_gpus_free(ctx.request.nvidia_smi)
         if (values.get("wandb") or {}).get("enabled") and not wandb_credentials_resolve():
             raise BadInput("wandb.enabled is true but no W&B credentials resolve", where=str(self.config),
@@ -321,7 +366,11 @@ class _Stage:
         diff = "; ".join(f"{c['path']}: {c['old']} -> {c['new']}" for c in proposal["diff"])
         fix = (f"`ltx-pipeline resume --apply-fix` applies {diff}; `ltx-pipeline resume` retries as is" if diff
                else f"{failure.fix[0].reason if failure.fix else 'see the log'}; then `ltx-pipeline resume`")
-        raise RunFailed(f"Training stage {self.index} failed ({failure.kind}, exit {code}): {failure.evidence}",
+        job = ""
+        if record and record.get("slurm_state"):
+            job = f"SLURM job {handle.slurm_job} {record['slurm_state']}, "
+            fix = job_end_fix(record["slurm_state"]) or fix  # the scheduler ended it: say what to change there
+        raise RunFailed(f"Training stage {self.index} failed ({job}{failure.kind}, exit {code}): {failure.evidence}",
                         where=str(self.ctx.paths.root / "failure.md"), fix=fix)
 
     def _result(self, handle: Any, final: Path | None, step: int, resumed_from: int | None) -> dict[str, Any]:
@@ -332,8 +381,13 @@ class _Stage:
                 "peak_gpu_memory_gb": summary["peak_gpu_memory_gb"], "wandb_url": summary["wandb_url"]}
 
     def _pending(self, handle: Any) -> dict[str, Any]:
-        return {"stage": self.index, "pending": True, "pid": handle.pid, "log": str(self.log),
-                "launch": handle.printable, "output_dir": str(self.output_dir)}
+        pending = {"stage": self.index, "pending": True, "pid": handle.pid, "log": str(self.log),
+                   "launch": handle.printable, "output_dir": str(self.output_dir)}
+        return {**pending, "slurm_job": handle.slurm_job} if handle.slurm_job is not None else pending
+
+
+def _who(handle: Any) -> str:
+    return f"SLURM job {handle.slurm_job}" if handle.slurm_job is not None else f"pid {handle.pid}"
 
 
 def _check_gpus_free(executable: str | None) -> None:

@@ -31,7 +31,7 @@ def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
          run_name: Annotated[str | None, typer.Option("--run", "-r", help="Run name.")] = None,
          interrupt_timeout: Annotated[float, typer.Option(help="Seconds to wait after SIGINT.")] = 30.0,
          terminate_timeout: Annotated[float, typer.Option(help="Seconds to wait after SIGTERM.")] = 15.0) -> int:
-    """Stop the run's training: SIGINT to its process group, then SIGTERM, then SIGKILL."""
+    """Stop the run's training: SIGINT to its process group, then SIGTERM, then SIGKILL (a SLURM job: scancel)."""
     from ltx_pipeline.engine.journal import RunJournal
     from ltx_pipeline.steps.follow import request_stop
     from ltx_pipeline.store import Store
@@ -57,8 +57,12 @@ def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
         out.print(f"No trainer of run {run.name} is running; nothing to stop.", markup=False)
         return EXIT_OK
     request_stop(handle, ws.root)
-    out.print(f"Stopping stage {handle.stage} of run {run.name} (pid {handle.pid}): SIGINT, then SIGTERM after "
-              f"{interrupt_timeout:g} s, SIGKILL after {terminate_timeout:g} s more...", markup=False)
+    if handle.slurm_job is not None:
+        out.print(f"Cancelling SLURM job {handle.slurm_job} (stage {handle.stage} of run {run.name}) with scancel...",
+                  markup=False)
+    else:
+        out.print(f"Stopping stage {handle.stage} of run {run.name} (pid {handle.pid}): SIGINT, then SIGTERM after "
+                  f"{interrupt_timeout:g} s, SIGKILL after {terminate_timeout:g} s more...", markup=False)
     how = journal.stop(handle, interrupt_timeout=interrupt_timeout, terminate_timeout=terminate_timeout)
     record = handle.exit()
     if (record or {}).get("exit_code") == 0:
@@ -135,12 +139,18 @@ def render_live(console: Console, live: dict[str, Any] | None) -> None:
     step = (f"step {live['step']}/{live['total']} ({live['percent']}%)" if live["total"]
             else f"step {live['step'] if live['step'] is not None else '-'}")
     losses = ", ".join(f"{loss:.4f}" for loss in live["last_losses"]) or "-"
-    lines = [f"  training stage {live['stage']}/{live['stages']}: {state} (pid {live['pid']}); {step}; "
-             f"last losses: {losses}"]
+    job = live.get("slurm")
+    who = f"slurm job {job['job_id']}" if job else f"pid {live['pid']}"
+    lines = [f"  training stage {live['stage']}/{live['stages']}: {state} ({who}); {step}; last losses: {losses}"]
+    if job:
+        lines.append(f"  slurm job {job['job_id']}: {job['text']}")
     gpus = "; ".join(f"GPU {g['index']} {g['utilization_pct']}% {g['memory_used_mib']}/{g['memory_total_mib']} MiB"
                      for g in live.get("gpus") or [])
     if live["state"] == "running":
         lines.append(f"  ETA: {live['eta']}" + (f"; {gpus}" if gpus else ""))
+    elif live["state"] in ("queued", "unknown"):
+        lines.append("  waiting for its nodes in the SLURM queue" if live["state"] == "queued" else
+                     "  its state cannot be read here: run `ltx-pipeline status` where squeue and sacct are on PATH")
     else:  # finished, failed, stopped or crashed: what it took, never an estimate
         took = (f"{live['duration']} ({live['duration_source']})" if live.get("duration")
                 else "not measured (no trainer statistics and no process times)")

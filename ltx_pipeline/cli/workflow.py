@@ -76,6 +76,11 @@ def run(
         "default: 3 generic prompts with the trigger word).")] = None,
     skip_eval: Annotated[bool | None, typer.Option("--skip-eval", help="Finish without the evaluation "
                                                    "renders (recorded as skipped).")] = None,
+    slurm: Annotated[bool | None, typer.Option("--slurm", help="Submit each training stage to SLURM (sbatch of "
+                                               "<run>/slurm/train*.sbatch) instead of launching it here.")] = None,
+    slurm_arg: Annotated[list[str] | None, typer.Option(
+        "--slurm-arg", help="An #SBATCH option for the job script, verbatim (repeat for more), e.g. "
+        "--slurm-arg=--partition=gpu --slurm-arg=--time=24:00:00.")] = None,
     approve: Annotated[bool, typer.Option("--approve", help="Approve every gate (the plan, then the captions) "
                                           "as soon as it is reached.")] = False,
     detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
@@ -100,6 +105,10 @@ def run(
     if holdout_file is not None:
         options["holdout_file"] = str(existing_path(holdout_file, "--holdout-file"))
     options.update(_eval_options(eval_prompt, skip_eval))
+    if slurm is not None:
+        options["slurm"] = slurm
+    if slurm_arg:
+        options["slurm_args"] = list(slurm_arg)
     ws, store = open_workspace(workspace)
     run_row, request = prepare_run(ws, store, run_name, with_request_file(request_file, options))
     return drive_run(ws, store, run_row, request, approve, {"detach": detach})

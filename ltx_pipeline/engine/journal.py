@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ltx_pipeline.engine import slurm
 from ltx_pipeline.engine.processes import (
     exit_record,
     heartbeat_fresh,
@@ -26,8 +28,8 @@ from ltx_pipeline.engine.processes import (
 from ltx_pipeline.store import Process, Store, saved_id
 from ltx_pipeline.store.models import utcnow
 
-__all__ = ["ConfigChangedSinceValidation", "Launchable", "ProcessHandle", "RunJournal", "ValidatedConfig",
-           "config_sha256"]
+__all__ = ["ConfigChangedSinceValidation", "Launchable", "ProcessHandle", "RunJournal", "Submitted",
+           "ValidatedConfig", "config_sha256"]
 
 # Kinds of launch that run a trainer on a config: each must carry the config as it was validated.
 TRAINER_KINDS = ("train", "trial", "evaluate")
@@ -76,6 +78,16 @@ class Launchable(Protocol):
 
 
 @dataclass(frozen=True)
+class Submitted:
+    """A job handed to a cluster scheduler (SLURM): its id and the exact submission command."""
+
+    job_id: int
+    argv: tuple[str, ...]
+    cwd: Path
+    printable: str
+
+
+@dataclass(frozen=True)
 class ProcessHandle:
     """A recorded process: enough to check it, stop it and read how it ended."""
 
@@ -95,7 +107,16 @@ class ProcessHandle:
     def exit_file(self) -> Path:
         return Path(f"{self.log_path}.exit")
 
+    @property
+    def slurm_job(self) -> int | None:
+        """The SLURM job id of a submitted training (host ``slurm:<id>``), else None."""
+        return slurm.job_id_of(self.host)
+
     def alive(self) -> bool:
+        if (job := self.slurm_job) is not None:
+            # The queue's word; a state that cannot be told (no squeue here) is taken as alive, so a
+            # job is never submitted twice (the train phase refuses to go on without the tools).
+            return slurm.query_job(job).alive is not False
         if self.host != host_id():
             # On another host (a shared store): alive while its supervisor's heartbeat is fresh and no
             # exit record says it ended.
@@ -103,8 +124,21 @@ class ProcessHandle:
         # The supervisor's command line names its exit file: evidence that survives a clock shift.
         return is_alive(self.pid, self.create_time, self.host, marker=str(self.exit_file))
 
+    def waiting(self) -> bool:
+        """Whether a SLURM job waits in the queue (pending, requeued): its log cannot grow yet."""
+        job = self.slurm_job
+        return job is not None and slurm.query_job(job).state in slurm.WAITING_STATES
+
     def exit(self) -> dict[str, Any] | None:
-        """``{"exit_code", "signal"}``, or None while running or when it died without a record."""
+        """``{"exit_code", "signal"}``, or None while running or when it died without a record.
+
+        A SLURM job's record is accounting's (``sacct``), with its final state as ``slurm_state``.
+        """
+        if (job := self.slurm_job) is not None:
+            state = slurm.query_job(job)
+            if state.alive is not False or state.exit_code is None:
+                return None
+            return {"exit_code": state.exit_code, "signal": state.signal, "slurm_state": state.state}
         return exit_record(self.exit_file)
 
     @classmethod
@@ -135,10 +169,7 @@ class RunJournal:
             ValueError: a trainer launch (``train``, ``trial``, ``evaluate``) without a validated config.
             ConfigChangedSinceValidation: the validated config's file no longer has its digest.
         """
-        if kind in TRAINER_KINDS:
-            if validated is None:
-                raise ValueError(f"a {kind} launch needs the config as validated (ValidatedConfig)")
-            validated.check_unchanged()
+        self._check_validated(kind, validated)
         exit_file = Path(f"{log_path}.exit")
         launched = launch_detached(spec.argv, cwd=spec.cwd, env_overrides=spec.env, log_path=log_path,
                                    exit_file=exit_file)
@@ -149,6 +180,31 @@ class RunJournal:
             env=record["env"], printable=record["printable"], log_path=str(log_path),
             config_sha256=validated.sha256 if validated else None))
         return ProcessHandle.of(row)
+
+    def submit(self, kind: str, stage: int, submit: Callable[[], Submitted], log_path: Path,
+               validated: ValidatedConfig) -> ProcessHandle:
+        """Submit a job through ``submit`` (``sbatch``) and record it: host ``slurm:<id>``, pid the job id.
+
+        The config is checked against its validated digest first, as for a local launch, so a job is
+        never submitted with a config that changed since it was validated.
+
+        Raises:
+            ConfigChangedSinceValidation: the validated config's file no longer has its digest.
+        """
+        self._check_validated(kind, validated)
+        job = submit()
+        row = self.store.add_process(Process(
+            run_id=self.run_id, phase=self.phase, kind=kind, stage=stage, pid=job.job_id, create_time=time.time(),
+            host=slurm.job_host(job.job_id), argv=list(job.argv), cwd=str(job.cwd), env={}, printable=job.printable,
+            log_path=str(log_path), config_sha256=validated.sha256))
+        return ProcessHandle.of(row)
+
+    @staticmethod
+    def _check_validated(kind: str, validated: ValidatedConfig | None) -> None:
+        if kind in TRAINER_KINDS:
+            if validated is None:
+                raise ValueError(f"a {kind} launch needs the config as validated (ValidatedConfig)")
+            validated.check_unchanged()
 
     def processes(self, kind: str | None = None, stage: int | None = None) -> list[ProcessHandle]:
         rows = self.store.processes(self.run_id, kind)
@@ -190,6 +246,11 @@ class RunJournal:
         return ProcessHandle.of(row)
 
     def stop(self, handle: ProcessHandle, **timeouts: float) -> str:
+        if (job := handle.slurm_job) is not None:
+            how = slurm.cancel_job(job)  # SLURM signals every node's tasks, then kills them after KillWait
+            self.wait(handle, poll_s=1.0, timeout_s=sum(timeouts.values()) or 45.0)
+            self.settle(handle, stopped_by_user=True)
+            return how
         how = stop_group(handle.pid, handle.create_time, handle.host, marker=str(handle.exit_file), **timeouts)
         self.settle(handle, stopped_by_user=True)
         return how

@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ltx_pipeline.engine import slurm
 from ltx_pipeline.engine.processes import exit_record, heartbeat_fresh, host_id, is_alive
 from ltx_pipeline.store.rows import saved_id
 
@@ -55,7 +56,8 @@ def live_training(store: Store | StoreReader, run: Run | Record, *, log_summary:
     process = processes[-1]
     stage = process.stage
     output_dir = next((Path(c["output_dir"]) for c in configs if c.get("stage") == stage), None)
-    state, exit_code = _liveness(process)
+    job = slurm.query_job(process.pid, fresh=True) if slurm.job_id_of(process.host) is not None else None
+    state, exit_code = _liveness(process) if job is None else _job_liveness(process, job)
     ended = None
     if state != "running" and _stage_finished(latest.get("train"), stage):
         # The train phase judged the stage finished from its final checkpoint pair: a stop or kill that
@@ -87,9 +89,12 @@ def live_training(store: Store | StoreReader, run: Run | Record, *, log_summary:
     }
     if ended:
         report["process_ended"] = ended
+    if job is not None:
+        report["slurm"] = {"job_id": job.job_id, "state": job.state, "source": job.source, "note": job.note,
+                           "exit_code": job.exit_code, "text": job.describe()}
     if state in ("crashed", "failed", "stopped"):
         report["last_log_line"] = summary.get("last_line") or _last_line(log)
-    if query_gpus and state == "running":
+    if query_gpus and state == "running" and job is None:  # a job's GPUs are on its nodes, not here
         gpus = gpu_now(run.request.get("nvidia_smi"))
         if gpus:
             report["gpus"] = gpus
@@ -118,6 +123,25 @@ def _liveness(process: Process | Record) -> tuple[str, int | None]:
     if record is None:
         return "crashed", None  # gone, and its supervisor never wrote how: killed with its group
     return ("finished" if record["exit_code"] == 0 else "failed"), record["exit_code"]
+
+
+def _job_liveness(process: Process | Record, job: slurm.JobState) -> tuple[str, int | None]:
+    """A SLURM job's liveness: the queue's state, else accounting's end, else what the store recorded.
+
+    With no ``squeue``/``sacct`` here nothing is guessed: a job recorded as submitted shows as
+    "unknown" (the ``slurm`` entry's note says why), one the engine settled shows as recorded.
+    """
+    if process.status == "stopped" or (process.stopped_by_user and process.exit_code != 0):
+        return "stopped", process.exit_code
+    if job.alive:
+        return ("queued" if job.state in slurm.WAITING_STATES else "running"), None
+    if job.alive is False and job.exit_code is not None:
+        return ("finished" if job.exit_code == 0 else "failed"), job.exit_code
+    if process.status == "exited":
+        return ("finished" if process.exit_code == 0 else "failed"), process.exit_code
+    if process.status == "crashed" or job.alive is False:
+        return "crashed", None
+    return "unknown", None
 
 
 def gpu_now(executable: str | None = None, timeout_s: float = 3.0) -> list[dict[str, Any]]:

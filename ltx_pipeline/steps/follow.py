@@ -198,6 +198,8 @@ class TrainingFollower:
     def _check_stall(self, alive: bool) -> None:
         silent = time.time() - self._last_growth
         stalled = alive and silent >= self.stall_s
+        if stalled and getattr(self.handle, "waiting", lambda: False)():
+            self._last_growth, stalled = time.time(), False  # a job waiting in the queue for its nodes is no stall
         if stalled and not self.stalled and self.warn is not None:
             self.warn(f"Training stage {self.stage} stalled: no new log output for {silent:.0f} s "
                       f"({self.handle.log_path}); the trainer is still alive (pid {self.handle.pid})")

@@ -39,11 +39,17 @@ PROGRAM = "ltx-pipeline"
 RANK_ENV = "SLURM_NODEID"  # the node's index within a SLURM allocation: its machine rank
 
 
+#: What validate records as the main address of a SLURM job's nodes, known only once the job runs.
+SLURM_MAIN_IP = "(the SLURM job's first node)"
+
+
 def rank_zero(request: Any) -> Nodes | None:
     """This machine's place in the run's launch: rank 0 of ``request.nodes``; None for one node."""
     if request.nodes <= 1:
         return None
-    return Nodes(request.nodes, 0, request.main_ip, request.main_port or DEFAULT_MAIN_PORT)
+    # Under SLURM the job script finds the first node (scontrol) and passes it to every node-launch.
+    main_ip = request.main_ip or (SLURM_MAIN_IP if getattr(request, "slurm", False) else request.main_ip)
+    return Nodes(request.nodes, 0, main_ip, request.main_port or DEFAULT_MAIN_PORT)
 
 
 def node_launch_argv(workspace: Path, run: str, rank: int | None = None, nodes: Nodes | None = None) -> list[str]:
