@@ -32,6 +32,9 @@ def node_launch(
     prepare: Annotated[bool, typer.Option(
         "--prepare", help="Only resume the stage from its newest checkpoint pair (patch its config), then "
         "exit; run once before the nodes start.")] = False,
+    stdout_only: Annotated[bool, typer.Option(
+        "--stdout-only", help="Write the trainer's output to stdout only, no log file of its own (under srun, "
+        "whose --output is the node's log).")] = False,
 ) -> int:
     """Start this node's trainer of a validated multi-node run, in the foreground (exit code: the trainer's)."""
     from ltx_pipeline.cli.console import out
@@ -52,8 +55,8 @@ def node_launch(
     spec = node.launch(index, rank, main_ip, main_port)  # refuses a rank outside the launch
     validated = node.validated(index)
     node.refuse_other_config(index, rank, validated)
-    log = node_log(node.logs, index, len(node.validate["stages"]), rank)
-    out.print(f"Node {rank} of {node.nodes}, stage {index} of run {run_name}: log {log}", markup=False,
+    log = None if stdout_only else node_log(node.logs, index, len(node.validate["stages"]), rank)
+    out.print(f"Node {rank} of {node.nodes}, stage {index} of run {run_name}: log {log or 'stdout'}", markup=False,
               highlight=False)
     out.print(spec.printable, markup=False, highlight=False)
     return run_foreground(spec, log, validated, header=f"rank {rank}, stage {index}: ")

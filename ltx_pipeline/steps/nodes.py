@@ -14,6 +14,7 @@ every node (a shared file system); only global rank 0 writes the outputs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -27,6 +28,7 @@ from typing import IO, Any
 import yaml
 
 from ltx_pipeline.backends.base import DEFAULT_MAIN_PORT, LaunchSpec, Nodes
+from ltx_pipeline.engine import slurm
 from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, RunJournal, ValidatedConfig
 from ltx_pipeline.errors import BadInput, Refused
 from ltx_pipeline.steps.resume import check_compatible, latest_pair, patch_resume
@@ -165,6 +167,11 @@ class NodeRun:
         rows = [r for r in self.store.processes(self.run_id, "train") if r.stage == stage]
         if not rows or rows[-1].status != "running" or not RunJournal.handle(rows[-1]).alive():
             return
+        job = slurm.job_id_of(rows[-1].host)
+        if job is not None and os.environ.get("SLURM_JOB_ID") == str(job):
+            # One of the recorded job's own nodes, rank 0 included. Its batch step's --prepare may have moved
+            # the config to the newest checkpoint since submission; validated() judged it strictly just now.
+            return
         if rank == 0:
             raise Refused(f"Rank 0 of stage {stage} is running already (pid {rows[-1].pid} on {rows[-1].host}, "
                           "launched by the engine)", where="--machine-rank",
@@ -237,9 +244,11 @@ def open_node_run(workspace: Path | None, name: str) -> NodeRun:
     return NodeRun(ws.root, name, request, backend, outputs, store, run_id, paths.logs)
 
 
-def run_foreground(spec: LaunchSpec, log: Path, validated: ValidatedConfig, *, stdout: IO[bytes] | None = None,
-                   header: str = "") -> int:
+def run_foreground(spec: LaunchSpec, log: Path | None, validated: ValidatedConfig, *,
+                   stdout: IO[bytes] | None = None, header: str = "") -> int:
     """Run ``spec`` here, its output to ``stdout`` and appended to ``log``; the trainer's exit code.
+
+    ``log`` None: stdout only (under ``srun``, whose ``--output`` already is the node's log file).
 
     SIGINT and SIGTERM (Ctrl-C, ``scancel``) are passed on to the trainer, which ends at a step boundary.
 
@@ -247,15 +256,17 @@ def run_foreground(spec: LaunchSpec, log: Path, validated: ValidatedConfig, *, s
         Refused: the config changed between its validation and this launch.
     """
     sink = stdout or sys.stdout.buffer
-    log.parent.mkdir(parents=True, exist_ok=True)
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
     try:
         validated.check_unchanged()
     except ConfigChangedSinceValidation as exc:
         raise Refused(f"Not launched: {exc}", where=str(validated.path),
                       fix="leave the run's config files alone while it runs, then run node-launch again") from None
-    with log.open("ab") as handle:
-        handle.write(f"=== ltx-pipeline node-launch at {time.strftime('%Y-%m-%d %H:%M:%S')}: {header}"
-                     f"{spec.printable} ===\n".encode())
+    with log.open("ab") if log is not None else contextlib.nullcontext(sink) as handle:
+        if log is not None:
+            handle.write(f"=== ltx-pipeline node-launch at {time.strftime('%Y-%m-%d %H:%M:%S')}: {header}"
+                         f"{spec.printable} ===\n".encode())
         child = subprocess.Popen(list(spec.argv), cwd=spec.cwd, env={**os.environ, **spec.env},  # noqa: S603
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         previous = {sig: signal.signal(sig, lambda signum, _frame: child.send_signal(signum))
@@ -265,8 +276,9 @@ def run_foreground(spec: LaunchSpec, log: Path, validated: ValidatedConfig, *, s
             for line in iter(child.stdout.readline, b""):
                 sink.write(line)
                 sink.flush()
-                handle.write(line)
-                handle.flush()
+                if handle is not sink:
+                    handle.write(line)
+                    handle.flush()
             code = child.wait()
         finally:
             for sig, handler in previous.items():

@@ -202,7 +202,7 @@ def test_under_bash_the_script_prepares_the_resume_then_starts_each_node_with_it
     assert [n["env"]["SLURM_NODEID"] for n in nodes] == ["0", "1"]
     for node in nodes:
         assert node["argv"][0].endswith("launcher")
-        assert node["argv"][1:] == [*target, "--main-ip", "gpu07", "--main-port", port]
+        assert node["argv"][1:] == [*target, "--stdout-only", "--main-ip", "gpu07", "--main-port", port]
     assert [n["output"] for n in nodes] == [f"{tmp_path}/ws/r1/logs/train.node{i}.log" for i in (0, 1)]
     assert "main process gpu07:" + port in done.stdout
 

@@ -118,7 +118,8 @@ def render_script(job: SlurmJob) -> str:
             "# No signal is asked for before the time limit: checkpoints are saved at the planned interval.",
             _command([*job.launcher, *target, "--prepare"]),
             "",
-            "# One task per node; node-launch takes the node's rank from SLURM_NODEID. srun does not inherit",
+            "# One task per node; node-launch takes the node's rank from SLURM_NODEID and writes to stdout only:",
+            "# srun's --output is each node's log. srun does not inherit",
             "# --cpus-per-task from the allocation (SLURM >= 22.05): it is passed on when one was asked for",
             "# (the ${CPUS[@]+...} form keeps bash 4.2's `set -u` quiet about an empty array).",
             "CPUS=()",
@@ -126,7 +127,7 @@ def render_script(job: SlurmJob) -> str:
             _command(["srun", f"--nodes={job.nodes}", "--ntasks-per-node=1", f"--gpus-per-node={job.gpus_per_node}",
                       "--kill-on-bad-exit=1", "--open-mode=append", f"--output={job.node_log}"],
                      tail='${CPUS[@]+"${CPUS[@]}"} \\'),
-            "    " + _command([*job.launcher, *target]) + ' --main-ip "$MAIN_IP" --main-port "$PORT"']
+            "    " + _command([*job.launcher, *target, "--stdout-only"]) + ' --main-ip "$MAIN_IP" --main-port "$PORT"']
     return "\n".join(head + body) + "\n"
 
 
