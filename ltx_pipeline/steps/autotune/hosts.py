@@ -188,8 +188,11 @@ def clear_waiting(study: Any, frozen: Any, reason: str) -> bool:
             return False
     except optuna.exceptions.UpdateFinishedTrialError:
         return False
-    optuna.Trial(study, frozen._trial_id).set_user_attr("reason", reason)
-    study.tell(frozen.number, state=TrialState.FAIL)
+    trial = optuna.Trial(study, frozen._trial_id)
+    for name, dist in distributions_of(study).items():
+        trial.suggest_categorical(name, dist.choices)  # the study shows which config was cleared
+    trial.set_user_attr("reason", reason)
+    study.tell(trial, state=TrialState.FAIL)
     return True
 
 
