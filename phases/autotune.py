@@ -13,7 +13,6 @@ failure and fixes. The winner's deltas are patched into every stage config with 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,41 +20,29 @@ import yaml
 
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
-from ltx_pipeline.engine.journal import ValidatedConfig
+from ltx_pipeline.engine.processes import host_id
 from ltx_pipeline.errors import RunFailed
 from ltx_pipeline.ltx.autotune import (
     MEMORY_FAILURES,
-    PRECISION,
     SweepPlanner,
     deltas,
     format_knobs,
     search_space,
-    validation_key,
 )
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.ltx.launch_checks import launch_checks
 from ltx_pipeline.ltx.modes import get_mode
-from ltx_pipeline.steps.autotune import (
-    MemoryFigure,
-    run_trial,
-    trial_line,
-    trial_settings,
-    write_reports,
-    write_trial_config,
-)
 from ltx_pipeline.steps.autotune import study as studies
+from ltx_pipeline.steps.autotune import trial_line, write_reports
+from ltx_pipeline.steps.autotune.hosts import shared_store
 from ltx_pipeline.steps.autotune.prior import prior_disagreement, prior_key, same_knobs
 from ltx_pipeline.steps.preprocess import preprocess, write_subset_metadata
-from ltx_pipeline.steps.validation import LaunchTarget, validate_stage
 from ltx_pipeline.store.location import redact
 from ltx_pipeline.workspace import atomic_write
+from phases.sweep_trial import TrialRunner
 
 __all__ = ["PHASE"]
-
-# One clean Step line (the trainer logs every 20 steps): what a trial after the first needs once the
-# sweep knows the spread of step times on this machine.
-ONE_LINE_STEPS = 21
 
 
 class AutotunePhase:
@@ -139,7 +126,6 @@ class _Sweep:
         self.gpu_indices = [int(g["index"]) for g in gpus]
         self.planner = SweepPlanner(space, self.baseline, capacity_gb=self.capacity, headroom=ctx.request.headroom,
                                     effective_batch=self.effective)
-        self.settings = trial_settings(ctx.request.backend)
         self.trials: list[dict[str, Any]] = []
         self.failure: dict[str, Any] | None = None
         self.superseded: list[dict[str, Any]] = []  # trials --apply-fix made obsolete, run again
@@ -147,48 +133,49 @@ class _Sweep:
 
     def run(self, sanity_root: str) -> dict[str, Any]:
         ctx = self.ctx
+        self.runner = TrialRunner(ctx, sanity_root=sanity_root, max_batch=self.max_batch,
+                                  gpu_indices=self.gpu_indices, capacity_gb=self.capacity)
         storage = studies.storage_for(ctx.workspace)
         study, name = studies.open_study(storage, ctx.run_name, digest(_inputs(ctx)))
         key = prior_key(ctx, self.space)
         studies.mark_prior_key(study, key)
         prior = studies.find_prior(storage, key, exclude=name)
         dists = studies.distributions(self.space)
-        self._resume(study)
-        self._apply_prior(prior)
-        stage_config = _largest_stage_config(ctx)
-        while (knobs := self.planner.next_trial()) is not None:
-            number = 1 + max((h.stage for h in ctx.journal.processes("trial")), default=0)
-            trial = studies.ask_trial(study, knobs, dists)
-            trial.set_user_attr("trial_number", number)
-            folder = ctx.paths.overfit / f"trial-{number:03d}"
-            config = folder / "config.yaml"
-            source, carried = self._carried_validation(knobs)
-            spread, settings = self._timing(number)
-            write_trial_config(ctx, stage_config, config, knobs=knobs, sanity_root=sanity_root,
-                               output_dir=folder / "outputs", settings=settings, number=number,
-                               validation_from=source)
-            validated = self._validate_trial(config, knobs)
-            ctx.narrate(f"Trial {number}: {format_knobs(knobs)} ..." + (
-                f" (no validation pass: its memory is trial {source}'s, same quantization)" if carried else ""))
-            done = run_trial(ctx, number, config, knobs, settings, gpu_indices=self.gpu_indices,
-                             nvidia_smi=ctx.request.nvidia_smi, validated=validated, carried_validation=carried,
-                             pooled_spread=spread)
-            result = done.result
-            self.planner.record(result)
-            fits = self.planner.fits(result)
-            extra = {"trial_number": number, "host_ram_gb": done.host_ram_gb, "log": done.log,
-                     "step_spread": done.step_spread,
-                     "failure_kind": done.failure_kind, "fixes": done.fixes, "environment": self._environment()}
-            state = studies.tell_result(study, trial, result, fits=fits, objective=self.planner.objective(result),
-                                        extra=extra)
-            record = self._record(number, result, fits, state, extra)
-            ctx.narrate(trial_line(record))
+        if shared_store(ctx.workspace):
+            # Several GPU hosts may share this sweep (``ltx-pipeline autotune-worker``): see phases.sweep_hosts.
+            from phases.sweep_hosts import SharedSweep
+
+            SharedSweep(self, storage, name, sanity_root).run(prior)
+        else:
+            self._resume(study)
             self._apply_prior(prior)
-            studies.record_pruned(study, self.planner.pruned, dists)
+            self._local_trials(study, dists, prior)
         studies.record_pruned(study, self.planner.pruned, dists)
         outputs = self._finish(name, storage)
         studies.mark_finished(study, outputs["winner"])
         return outputs
+
+    def _local_trials(self, study: Any, dists: dict[str, Any], prior: Any) -> None:
+        """The sweep on this host alone: the planner's next config until there is none."""
+        ctx = self.ctx
+        while (knobs := self.planner.next_trial()) is not None:
+            number = 1 + max((h.stage for h in ctx.journal.processes("trial")), default=0)
+            trial = studies.ask_trial(study, knobs, dists)
+            trial.set_user_attr("trial_number", number)
+            done, extra = self.runner.run(knobs, number, self.trials)
+            self.fold(study, trial, done.result, extra)
+            self._apply_prior(prior)
+            studies.record_pruned(study, self.planner.pruned, dists)
+
+    def fold(self, study: Any, trial: Any, result: Any, extra: dict[str, Any]) -> dict[str, Any]:
+        """Record a trial's result with the planner, tell it to the study and narrate it."""
+        self.planner.record(result)
+        fits = self.planner.fits(result)
+        state = studies.tell_result(study, trial, result, fits=fits, objective=self.planner.objective(result),
+                                    extra=extra)
+        record = self._record(extra["trial_number"], result, fits, state, extra)
+        self.ctx.narrate(trial_line(record))
+        return record
 
     def _apply_prior(self, prior: tuple[str, list[tuple[Any, Any]]] | None) -> None:
         """Use an earlier run's finished sweep (same GPU model, bucket, mode, model, space) as a prior.
@@ -228,52 +215,15 @@ class _Sweep:
         self.ctx.narrate(f"Prior study {name}: {self.prior['why']}; its {used} other result(s) settle this sweep "
                          "instead of new trials.")
 
-    def _timing(self, number: int) -> tuple[float | None, Any]:
-        """The step-time spread earlier trials measured, and this trial's settings.
+    def _resume(self, study: Any, *, shared: bool = False) -> None:
+        """Stop orphaned trial processes, fail their Optuna trials, replay what finished before.
 
-        The spread is the machine's and the trainer's, not a config's: once a trial has timed two clean
-        lines, later trials may rest on one (``ltx.autotune.estimate_step_time``). A backend whose
-        trials run to their end (the figures come at exit) then runs one logged line's worth of steps.
+        ``shared``: several hosts work on the study; only this host's processes are its own, and a trial
+        left running is reclaimed once its heartbeat is stale (``steps.autotune.hosts``), not here.
         """
-        spreads = [t["step_spread"] for t in self.trials if t.get("step_spread") is not None]
-        spread = max(spreads) if spreads else None
-        if spread is None or 1.96 * spread > PRECISION or self.settings.stop_early:
-            return spread, self.settings
-        return spread, replace(self.settings, steps=ONE_LINE_STEPS)
-
-    def _carried_validation(self, knobs: dict[str, Any]) -> tuple[int | None, MemoryFigure | None]:
-        """An earlier trial's measured step-0 validation figure that holds for ``knobs`` too.
-
-        Validation memory depends on the quantization alone among the swept knobs
-        (``ltx.autotune.VALIDATION_KNOBS`` gives the argument), so a trial with the same quantization
-        as one whose validation was measured skips its own pass: one validation per quantization.
-        """
-        for record in self.trials:
-            if (record.get("from_prior") or record["validation_peak_vram_gb"] is None
-                    or validation_key(record["knobs"]) != validation_key(knobs) or record["number"] is None):
-                continue
-            source = record.get("validation_peak_source") or "measured"
-            if not source.startswith("carried from"):
-                source = f"carried from trial {record['number']} ({source})"
-            return int(record["number"]), MemoryFigure(float(record["validation_peak_vram_gb"]), source)
-        return None, None
-
-    def _validate_trial(self, config: Path, knobs: dict[str, Any]) -> ValidatedConfig:
-        """A trial runs one process on the sanity set; its config is validated like any launch."""
-        ctx = self.ctx
-        data = ctx.output("data_check")
-        sanity = data["sanity"]
-        rows = max(1, min(self.max_batch, data["samples"] or self.max_batch))
-        target = LaunchTarget(stage=0, buckets=sanity["bucket"], processes=1, dataset_samples=rows,
-                              shm_bytes=ctx.output("probe")["host"].get("shm_total_bytes"))
-        result = validate_stage(ctx.backend, config, target, strict=ctx.request.backend != "simulated")
-        return result.raise_if_failed(f"The trial config for {format_knobs(knobs)}")
-
-    def _resume(self, study: Any) -> None:
-        """Stop orphaned trial processes, fail their Optuna trials, replay what finished before."""
         ctx = self.ctx
         for handle in ctx.journal.processes("trial"):
-            if handle.status != "running":
+            if handle.status != "running" or (shared and handle.host != host_id()):
                 continue
             if handle.alive():
                 # A trial is measured from its first step: one whose follower died cannot be trusted
@@ -284,7 +234,7 @@ class _Sweep:
             else:
                 settled = ctx.journal.settle(handle)
                 ctx.warn(f"Trial {handle.stage} ended while no engine followed it (recorded {settled.status}).")
-        for frozen in studies.orphans(study):
+        for frozen in [] if shared else studies.orphans(study):
             studies.fail_orphan(study, frozen)
             ctx.warn(f"Optuna trial {frozen.number} ({_trial_words(frozen)}) was left running: "
                      "marked failed (interrupted) in the study; its config runs again as a new trial.")
@@ -305,17 +255,10 @@ class _Sweep:
             ctx.narrate(f"Resuming the sweep: {len(self.trials)} finished trial(s) read back from the study, "
                         "not run again.")
 
-    def _environment(self) -> dict[str, Any]:
-        """What a trial's failure may depend on besides its knobs: the stage config it was derived
-        from, the host's /dev/shm and the GPUs' memory."""
-        host = self.ctx.output("probe")["host"]
-        return {"stage_config": file_digest(_largest_stage_config(self.ctx)),
-                "shm_bytes": host.get("shm_total_bytes"), "gpu_memory_gb": round(self.capacity, 2)}
-
     def _retry_where_changed(self, study: Any) -> None:
         """Supersede each failed trial (not a memory measurement) whose environment changed since it
         ran, so it runs again; say so when nothing changed and the failure is read back as it was."""
-        ctx, now = self.ctx, self._environment()
+        ctx, now = self.ctx, self.runner.environment()
         obsolete: dict[int, str] = {}
         for frozen, result in studies.finished_results(study):
             if frozen.state.name != "FAIL" or result.outcome in MEMORY_FAILURES:
@@ -372,7 +315,8 @@ class _Sweep:
                   "objective": self.planner.objective(result) if fits else None,
                   "step_spread": extra.get("step_spread"),
                   **{k: getattr(result, k, None) for k in ("peak_source", "validation_peak_source", "assumed_fit")},
-                  **({"from_prior": extra["from_prior"]} if extra.get("from_prior") else {})}
+                  **({"from_prior": extra["from_prior"]} if extra.get("from_prior") else {}),
+                  **({"host": extra["host"]} if extra.get("host") else {})}
         self.trials.append(record)
         if number is not None and result.knobs == self.baseline and not fits:
             self.failure = {**record, "failure_kind": extra.get("failure_kind"), "fixes": extra.get("fixes") or []}
@@ -444,15 +388,6 @@ def _launchable(ctx: RunContext, space: list[dict[str, Any]], processes: int) ->
         else:
             kept.append(knobs)
     return kept
-
-
-def _largest_stage_config(ctx: RunContext) -> Path:
-    """The stage config that trains the plan's most expensive bucket (it sets the memory peak)."""
-    bucket = ctx.output("data_check")["sanity"]["bucket"]
-    stages = ctx.output("plan")["recipe"]["stages"]
-    configs = {c["stage"]: Path(c["config"]) for c in ctx.output("config_patch")["configs"]}
-    index = next((s["index"] for s in stages if bucket in s["buckets"]), stages[0]["index"])
-    return configs[index]
 
 
 def _patch_stages(ctx: RunContext, change: dict[str, Any]) -> list[dict[str, Any]]:

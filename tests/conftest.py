@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+# The throw-away PostgreSQL server and per-test databases of the shared-store tests (one session server).
+pytest_plugins = ["tests.postgres"]
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -22,7 +22,8 @@ from typing import Any
 
 import psutil
 
-__all__ = ["Launched", "exit_record", "is_alive", "launch_detached", "stop_group", "wait_exit"]
+__all__ = ["Launched", "exit_record", "heartbeat_grace_s", "heartbeat_interval_s", "is_alive", "launch_detached",
+           "stop_group", "wait_exit"]
 
 _START_TIME_TOLERANCE_S = 0.05
 
@@ -39,6 +40,22 @@ class Launched:
 #: A supervisor on a shared store says it is alive this often; a heartbeat older than the timeout is lost.
 HEARTBEAT_ENV = "LTX_PIPELINE_HEARTBEAT_S"
 HEARTBEAT_TIMEOUT_S = 60.0
+DEFAULT_HEARTBEAT_S = 10.0
+
+
+def heartbeat_interval_s() -> float:
+    """How often a live process says so on a shared store (``LTX_PIPELINE_HEARTBEAT_S``, default 10 s)."""
+    try:
+        value = float(os.environ.get(HEARTBEAT_ENV, "") or DEFAULT_HEARTBEAT_S)
+    except ValueError:
+        value = DEFAULT_HEARTBEAT_S
+    return value if value > 0 else DEFAULT_HEARTBEAT_S
+
+
+def heartbeat_grace_s() -> float:
+    """How old a heartbeat may be before its owner counts as lost: ``HEARTBEAT_TIMEOUT_S`` at the default
+    interval, the same six missed beats when ``LTX_PIPELINE_HEARTBEAT_S`` shortens it (tests)."""
+    return HEARTBEAT_TIMEOUT_S * heartbeat_interval_s() / DEFAULT_HEARTBEAT_S
 
 
 def host_id() -> str:

@@ -22,7 +22,6 @@ import pytest
 from ltx_pipeline.cli import main
 from ltx_pipeline.engine.slurm import parse_sacct
 from ltx_pipeline.steps.slurm import SlurmJob, render_script, stage_job, write_script
-from tests.engine.test_shared_store import new_database, postgres_server  # noqa: F401 - a fixture
 from tests.phases.train_helpers import (  # noqa: F401 - training_registered is a fixture
     clips,
     resume,
@@ -30,6 +29,7 @@ from tests.phases.train_helpers import (  # noqa: F401 - training_registered is 
     store_of,
     training_registered,
 )
+from tests.postgres import new_database
 
 JOB = 4242
 

@@ -206,7 +206,27 @@ class SweepPlanner:
             return None
         if _key(self.baseline) not in self._results:
             return dict(self.baseline)
-        candidates = self.remaining()
+        return self._pick(set())
+
+    def next_trials(self, count: int, busy: list[Knobs]) -> list[Knobs]:
+        """Up to ``count`` configs to run next on several hosts, leaving out ``busy`` ones (running or queued).
+
+        The baseline comes alone and first: nothing else is chosen until it is measured. After it, each
+        config is the one ``next_trial`` would choose were the ones before it (and ``busy``) already taken.
+        """
+        if self.baseline_failed:
+            return []
+        taken = {_key(normalize(k, self.effective_batch)) for k in busy}
+        if _key(self.baseline) not in self._results:
+            return [] if _key(self.baseline) in taken else [dict(self.baseline)]
+        chosen: list[Knobs] = []
+        while len(chosen) < count and (knobs := self._pick(taken)) is not None:
+            chosen.append(knobs)
+            taken.add(_key(knobs))
+        return chosen
+
+    def _pick(self, taken: set[tuple[Any, ...]]) -> Knobs | None:
+        candidates = [k for k in self.remaining() if _key(k) not in taken]
         if not candidates:
             return None
         growth = self._growth()

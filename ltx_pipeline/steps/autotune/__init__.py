@@ -8,6 +8,14 @@ nothing outside this package imports them.
 
 from ltx_pipeline.steps.autotune import study
 from ltx_pipeline.steps.autotune._report import trial_line, write_reports
-from ltx_pipeline.steps.autotune._trial import MemoryFigure, run_trial, trial_settings, write_trial_config
+from ltx_pipeline.steps.autotune._trial import (
+    MemoryFigure,
+    TrialOutcome,
+    TrialSettings,
+    run_trial,
+    trial_settings,
+    write_trial_config,
+)
 
-__all__ = ["MemoryFigure", "run_trial", "study", "trial_line", "trial_settings", "write_reports", "write_trial_config"]
+__all__ = ["MemoryFigure", "TrialOutcome", "TrialSettings", "run_trial", "study", "trial_line", "trial_settings",
+           "write_reports", "write_trial_config"]

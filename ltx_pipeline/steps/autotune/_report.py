@@ -142,9 +142,12 @@ def render_markdown(outputs: dict[str, Any], *, failure: str | None = None) -> s
         note = memory_of(assumed[0]).get("memory_note") or "memory not measured"
         out.write(f"**Memory was not measured** ({note}): no trial's peak was compared with the limit. Every trial "
                   "that ran cleanly is assumed to fit, and the winner was chosen on step time only.\n\n")
-    out.write("| # | quantization | optimizer | batch | accumulation | checkpointing | outcome | step s | "
-              "train GB | train GB source | validation GB | validation GB source | host GB | seconds | reason |\n")
-    out.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+    # Several GPU hosts ran the sweep (autotune-worker): a column says which ran each trial.
+    several = len({t.get("host") for t in trials if t.get("host")}) > 1
+    out.write("| # | " + ("host | " if several else "") + "quantization | optimizer | batch | accumulation | "
+              "checkpointing | outcome | step s | train GB | train GB source | validation GB | validation GB source | "
+              "host GB | seconds | reason |\n")
+    out.write("|---" * (16 if several else 15) + "|\n")
     rows = [(str(t["number"]), t, True) for t in trials] + [("pruned", {**p, "outcome": "pruned"}, False)
                                                            for p in outputs["pruned"]]
     for label, row, ran in rows:
@@ -158,7 +161,8 @@ def render_markdown(outputs: dict[str, Any], *, failure: str | None = None) -> s
                    _cell(memory.get("validation_peak_source")
                          or ("" if row.get("validation_peak_vram_gb") is None else "not recorded")),
                    format_gb(row.get("host_ram_gb"), missing=missing), _num(row.get("seconds"), "{:.1f}")]
-        out.write(f"| {label} | {k['quantization'] or 'null'} | {k['optimizer_type']} | {k['batch_size']} | "
+        host = f"{_cell(row.get('host') or '-')} | " if several else ""
+        out.write(f"| {label} | {host}{k['quantization'] or 'null'} | {k['optimizer_type']} | {k['batch_size']} | "
                   f"{k['gradient_accumulation_steps']} | {'on' if k['enable_gradient_checkpointing'] else 'off'} | "
                   f"{_outcome(row) if ran else 'pruned'} | {' | '.join(figures)} | {_cell(row.get('reason'))} |\n")
     out.write(_sources_note(trials))
