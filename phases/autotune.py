@@ -37,10 +37,10 @@ from ltx_pipeline.steps.autotune import study as studies
 from ltx_pipeline.steps.autotune import trial_line, write_reports
 from ltx_pipeline.steps.autotune.hosts import shared_store
 from ltx_pipeline.steps.autotune.prior import prior_disagreement, prior_key, same_knobs
+from ltx_pipeline.steps.autotune.trial_runner import TrialRunner
 from ltx_pipeline.steps.preprocess import preprocess, write_subset_metadata
 from ltx_pipeline.store.location import redact
 from ltx_pipeline.workspace import atomic_write
-from phases.sweep_trial import TrialRunner
 
 __all__ = ["PHASE"]
 
@@ -142,8 +142,8 @@ class _Sweep:
         prior = studies.find_prior(storage, key, exclude=name)
         dists = studies.distributions(self.space)
         if shared_store(ctx.workspace):
-            # Several GPU hosts may share this sweep (``ltx-pipeline autotune-worker``): see phases.sweep_hosts.
-            from phases.sweep_hosts import SharedSweep
+            # Several GPU hosts may share this sweep (`ltx-pipeline autotune-worker`): see steps.autotune.shared_sweep.
+            from ltx_pipeline.steps.autotune.shared_sweep import SharedSweep
 
             SharedSweep(self, storage, name, sanity_root).run(prior)
         else:

@@ -52,7 +52,7 @@ def autotune_worker(
                        f"{info['gpu']}: its trials would not measure that GPU", where="autotune-worker",
                        fix=f"run the worker on a host with a {info['gpu']}")
     from ltx_pipeline.steps.autotune.hosts import OVER
-    from phases.sweep_hosts import work
+    from ltx_pipeline.steps.autotune.shared_sweep import work
 
     if study.user_attrs.get(OVER) or study.user_attrs.get("finished"):
         out.print(f"The autotune sweep of run {run_name} is over: nothing to run.", markup=False)

@@ -27,7 +27,7 @@ from ltx_pipeline.engine.processes import heartbeat_interval_s, host_id
 from ltx_pipeline.ltx.autotune import SPACE_KEYS, SweepPlanner, format_knobs
 from ltx_pipeline.steps.autotune import hosts, trial_line
 from ltx_pipeline.steps.autotune import study as studies
-from phases.sweep_trial import TrialRunner
+from ltx_pipeline.steps.autotune.trial_runner import TrialRunner
 
 __all__ = ["SharedSweep", "work"]
 
