@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+import ltx_pipeline.steps.autotune.trial_runner as trial_runner
 import phases
-import phases.autotune as autotune_phase
 from ltx_pipeline.cli import main
 from ltx_pipeline.ltx.data_check import data_identity, model_identity
 from ltx_pipeline.steps.autotune._trial import TrialSettings
@@ -102,7 +102,7 @@ def test_a_bucket_change_replaces_the_runs_own_scratch_set_instead_of_failing(
         workspace, tmp_path, fake_smi, monkeypatch, capsys) -> None:
     """Where case 5 failed: autotune's scratch set, made at the first run's bucket (train is not needed)."""
     monkeypatch.setattr(phases, "PHASES", with_autotune(phases.PHASES))
-    monkeypatch.setattr(autotune_phase, "trial_settings",
+    monkeypatch.setattr(trial_runner, "trial_settings",
                         lambda backend: TrialSettings(steps=4, env={"LTX_REFERENCE_LOG_EVERY": "1"}))
     dataset = mp4_clips(tmp_path / "data", n=2)
     args = reference_run(workspace, dataset, fake_smi(H100_SMI), "--steps", "2")

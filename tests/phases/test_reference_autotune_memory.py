@@ -13,8 +13,8 @@ import re
 
 import pytest
 
+import ltx_pipeline.steps.autotune.trial_runner as trial_runner
 import phases
-import phases.autotune as autotune_phase
 from ltx_pipeline.steps.autotune._trial import REFERENCE_UNMEASURED, TrialSettings
 from tests.phases.test_autotune import with_autotune
 
@@ -28,7 +28,7 @@ def test_a_reference_sweep_without_a_memory_scale_reports_no_zero_peak(tmp_path,
     from ltx_pipeline.workspace import Workspace
     from tests.reference_trainer.conftest import write_dataset
 
-    monkeypatch.setattr(autotune_phase, "trial_settings",
+    monkeypatch.setattr(trial_runner, "trial_settings",
                         lambda backend: TrialSettings(steps=4, env={"LTX_REFERENCE_LOG_EVERY": "1"}))
     dataset = write_dataset(tmp_path / "data", [(f"clip{i}.mp4", 17, True) for i in range(2)])
     ws = Workspace.at(tmp_path / "ws")
