@@ -57,6 +57,12 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("CUDA_VISIBLE_DEVICES", "LTX2_ROOT", "LTX_MODELS_DIR", "LTX_PIPELINE_NVIDIA_SMI", "WANDB_API_KEY",
                  "NETRC", "CUDA_DEVICE_ORDER"):
         monkeypatch.delenv(name, raising=False)
+    # Variables a command sets in its own process for the processes it starts (`--store` exports the store,
+    # the demo its log cadence): an in-process `main()` must not leave them to the next test of this worker.
+    # setenv first so that teardown removes whatever the test left.
+    for name in ("LTX_PIPELINE_STORE", "LTX_REFERENCE_LOG_EVERY", "LTX_PIPELINE_HOST_ID"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     return home
 
 
