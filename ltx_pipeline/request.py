@@ -21,6 +21,7 @@ from ltx_pipeline.errors import BadDataset, BadInputs, BadRequest, LtxPipelineEr
 from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, parse_buckets
 from ltx_pipeline.ltx.modes import MODES, get_mode
 from ltx_pipeline.workspace import atomic_write, validate_run_name
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["BACKENDS", "EVAL_ONLY_FIELDS", "RENDEZVOUS_FIELDS", "RunRequest", "build_request", "check_request",
            "default_run_name", "load_request", "read_request_file", "save_request"]
@@ -358,7 +359,7 @@ def read_request_file(path: Path) -> dict[str, Any]:
         raise BadRequest(f"Cannot read the run request: {exc.strerror}", where=str(path),
                          fix="restore run.yaml or start the run again with `ltx-pipeline run`") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark else ""

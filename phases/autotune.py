@@ -16,8 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.engine.processes import host_id
@@ -41,6 +39,7 @@ from ltx_pipeline.steps.autotune.trial_runner import TrialRunner
 from ltx_pipeline.steps.preprocess import preprocess, write_subset_metadata
 from ltx_pipeline.store.location import redact
 from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["PHASE"]
 
@@ -378,7 +377,7 @@ def _launchable(ctx: RunContext, space: list[dict[str, Any]], processes: int) ->
             text, _ = apply_patches(config.read_text(encoding="utf-8"),
                                     [Patch(KNOB_PATHS[k], knobs[k], "autotune candidate") for k in KNOB_PATHS
                                      if k in knobs])
-            checks = launch_checks(yaml.safe_load(text) or {}, num_processes=processes,
+            checks = launch_checks(load_yaml(text) or {}, num_processes=processes,
                                    dataset_samples=data["samples"] or None,
                                    buckets=list(parse_buckets(stage["buckets"])),
                                    shm_bytes=probe["host"].get("shm_total_bytes"), cwd=config.parent)

@@ -15,8 +15,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import RunFailed
@@ -28,6 +26,7 @@ from ltx_pipeline.steps.evaluation import EvalJob, EvalRenderer
 from ltx_pipeline.steps.summary import eval_section, with_section
 from ltx_pipeline.steps.validation import launch_target
 from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["PHASE"]
 
@@ -52,7 +51,7 @@ class EvaluatePhase:
             return PhaseResult({"skipped": True, "reason": reason})
         last = ctx.output("train")["stages"][-1]
         config = Path(last["config"])
-        values = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+        values = load_yaml(config.read_text(encoding="utf-8")) or {}
         weights = _final_weights(last, values)
         mode = get_mode(ctx.request.mode)
         samples = (values.get("validation") or {}).get("samples") or [{}]

@@ -12,14 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.steps.contact_sheet import write_contact_sheet
 from ltx_pipeline.steps.summary import plot_loss, plot_step_time, render_summary, steady_step_time
 from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["PHASE"]
 
@@ -37,7 +36,7 @@ class MonitorPhase:
         metrics = ctx.journal.metrics()
         checkpoints = ctx.journal.checkpoints()
         stages = [self._stage(ctx, entry, metrics) for entry in train["stages"]]
-        first = yaml.safe_load(Path(stages[0]["config"]).read_text(encoding="utf-8")) or {}
+        first = load_yaml(Path(stages[0]["config"]).read_text(encoding="utf-8")) or {}
         patch = ctx.output("config_patch")
         facts = {
             "run": ctx.run_name, "run_root": str(ctx.paths.root), "request": ctx.request.model_dump(mode="json"),
@@ -73,7 +72,7 @@ class MonitorPhase:
     @staticmethod
     def _stage(ctx: RunContext, entry: dict[str, Any], metrics: list[dict[str, Any]]) -> dict[str, Any]:
         rows = [m for m in metrics if m["stage"] == entry["stage"]]
-        values = yaml.safe_load(Path(entry["config"]).read_text(encoding="utf-8")) or {}
+        values = load_yaml(Path(entry["config"]).read_text(encoding="utf-8")) or {}
         interval = (values.get("validation") or {}).get("interval")
         steps = int((values.get("optimization") or {}).get("steps", 0))
         return {**entry, "step_time_s": steady_step_time(rows), "logged_steps": len(rows),

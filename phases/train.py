@@ -19,8 +19,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ltx_pipeline.backends.base import Nodes
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
@@ -37,6 +35,7 @@ from ltx_pipeline.steps.resume import check_compatible, failure_report, latest_p
 from ltx_pipeline.steps.slurm import job_end_fix, require_queue, script_path, stage_job, submit_script, write_script
 from ltx_pipeline.steps.validation import launch_target, validate_stage
 from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["PHASE", "stage_log"]
 
@@ -101,7 +100,7 @@ class _Stage:
         self.log = Path(launches[-1].log_path) if launches else stage_log(ctx.paths.logs, self.index, total)
 
     def values(self) -> dict[str, Any]:
-        return yaml.safe_load(self.config.read_text(encoding="utf-8")) or {}
+        return load_yaml(self.config.read_text(encoding="utf-8")) or {}
 
     def run(self) -> dict[str, Any]:
         ctx, journal = self.ctx, self.ctx.journal

@@ -15,8 +15,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import BadConfig
@@ -33,6 +31,7 @@ from ltx_pipeline.steps.validation import (
     validate_stage,
 )
 from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["PHASE", "distributed_mode"]
 
@@ -109,7 +108,7 @@ class ValidatePhase:
 
 def _refuse_unresumable(config: Path, output_dir: Path) -> None:
     """A stage with checkpoints it could not resume from is refused here, before any heavy phase."""
-    values = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    values = load_yaml(config.read_text(encoding="utf-8")) or {}
     steps = int((values.get("optimization") or {}).get("steps") or 0)
     refuse_incompatible_checkpoints(config, output_dir / "checkpoints", steps)
 
@@ -121,7 +120,7 @@ def _validate(ctx: RunContext, config: Path, target: LaunchTarget, stage: dict[s
 
 
 def _warm_start_pending(config: Path, stage: dict[str, Any]) -> bool:
-    values = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    values = load_yaml(config.read_text(encoding="utf-8")) or {}
     return int(stage["index"]) > 1 and bool((values.get("checkpoints") or {}).get("no_resume"))
 
 

@@ -37,11 +37,11 @@ TRAINER_DIR = Path("packages") / "ltx-trainer"
 # JSON. Written for this project; it only uses the trainer's public config class.
 _VALIDATOR = """
 import json, sys
-import yaml
+from ltx_pipeline.yaml_io import load_yaml
 from pydantic import ValidationError
 from ltx_trainer.config import LtxTrainerConfig
 with open(sys.argv[1], encoding="utf-8") as handle:
-    data = yaml.safe_load(handle)
+    data = load_yaml(handle)
 try:
     LtxTrainerConfig(**data)
     errors = []

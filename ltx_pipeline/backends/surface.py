@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ltx_pipeline.errors import BadInput
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["KNOB_NAMES", "CostSurface", "SurfacePoint", "knobs_key", "load_surface"]
 
@@ -102,7 +103,7 @@ def load_surface(path: Path) -> CostSurface:
         BadInput: missing file, YAML error or a field that breaks the format, named by its path.
     """
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise BadInput(f"Cannot read the cost surface: {exc.strerror}", where=str(path),
                        fix="pass an existing file to --surface") from None

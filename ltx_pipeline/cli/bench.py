@@ -170,9 +170,10 @@ def _phases_through_autotune() -> tuple[Any, ...]:
 
 
 def _surface_plan(surface_path: Path) -> dict[str, Any]:
-    import yaml
 
-    data = yaml.safe_load(surface_path.read_text(encoding="utf-8")) or {}
+    from ltx_pipeline.yaml_io import load_yaml
+
+    data = load_yaml(surface_path.read_text(encoding="utf-8")) or {}
     return data.get("plan") or {}
 
 

@@ -83,6 +83,7 @@ def command(config: Annotated[Path, typer.Argument(help="A trainer config YAML."
 
     from ltx_pipeline.backends.base import DISTRIBUTED_MODES
     from ltx_pipeline.ltx.trainer_config import load_trainer_config_file
+    from ltx_pipeline.yaml_io import load_yaml
 
     if distributed not in DISTRIBUTED_MODES:
         raise BadInput(f"Unknown distributed mode {distributed!r}", where="--distributed",
@@ -90,7 +91,7 @@ def command(config: Annotated[Path, typer.Argument(help="A trainer config YAML."
     if not config.is_file():
         raise BadInput(f"Config file {config} does not exist", where=str(config), fix="pass an existing YAML file")
     try:
-        yaml.safe_load(config.read_text(encoding="utf-8"))
+        load_yaml(config.read_text(encoding="utf-8"))
     except yaml.YAMLError:
         load_trainer_config_file(config)  # raises the one-line error with the line number
     # Refuses (BadInput, one line) a checkout that is missing or not an LTX-2 checkout: no command

@@ -23,6 +23,7 @@ from ltx_pipeline.engine.processes import (
     host_id,
     is_alive,
     launch_detached,
+    pause_unless_exit,
     stop_group,
 )
 from ltx_pipeline.store import Process, Store, saved_id
@@ -123,6 +124,13 @@ class ProcessHandle:
             return heartbeat_fresh(self.heartbeat_at) and exit_record(self.exit_file) is None
         # The supervisor's command line names its exit file: evidence that survives a clock shift.
         return is_alive(self.pid, self.create_time, self.host, marker=str(self.exit_file))
+
+    def pause(self, seconds: float) -> None:
+        """A follower's nap between polls: up to ``seconds``, ended early when a local supervisor exits."""
+        if self.slurm_job is None and self.host == host_id():
+            pause_unless_exit(self.pid, seconds)
+        else:
+            time.sleep(seconds)
 
     def waiting(self) -> bool:
         """Whether a SLURM job waits in the queue (pending, requeued): its log cannot grow yet."""

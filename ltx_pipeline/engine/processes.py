@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -23,7 +24,7 @@ from typing import Any
 import psutil
 
 __all__ = ["Launched", "exit_record", "heartbeat_grace_s", "heartbeat_interval_s", "is_alive", "launch_detached",
-           "stop_group", "wait_exit"]
+           "pause_unless_exit", "stop_group", "wait_exit"]
 
 _START_TIME_TOLERANCE_S = 0.05
 
@@ -129,6 +130,30 @@ def exit_record(exit_file: Path) -> dict[str, Any] | None:
         return record
     except (OSError, ValueError):
         return None
+
+
+def pause_unless_exit(pid: int, seconds: float) -> None:
+    """Sleep up to ``seconds``, waking as soon as the local process ``pid`` ends.
+
+    A follower polls a trainer's log between naps; with a pidfd (Linux 5.3+) the nap ends the moment
+    the process exits, so a finished trainer is judged at once and not after the follower's back-off.
+    Without one (or for a pid that is gone already) it is a plain sleep or no wait at all.
+    """
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        time.sleep(seconds)
+        return
+    try:
+        handle = opener(pid)
+    except ProcessLookupError:
+        return  # ended already: nothing to wait for
+    except OSError:
+        time.sleep(seconds)  # no pidfd here (old kernel, seccomp)
+        return
+    try:
+        select.select([handle], [], [], seconds)
+    finally:
+        os.close(handle)
 
 
 def wait_exit(pid: int, create_time: float, host: str, timeout: float, marker: str | None = None) -> bool:

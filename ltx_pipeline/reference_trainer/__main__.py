@@ -2,7 +2,7 @@
 
 Same flow and exit codes as ltx-trainer's ``scripts/train.py`` (facts §3.1): a missing config file
 prints ``Error: Configuration file X does not exist.`` and exits 1; the YAML is read with
-``yaml.safe_load`` (a syntax error is a traceback, exit 1); the config is built as
+``load_yaml`` (PyYAML's safe loader; a syntax error is a traceback, exit 1); the config is built as
 ``LtxTrainerConfig(**data)`` through the project's schema mirror, and any error prints
 ``Error: Invalid configuration data: <error>`` on stdout, exit 1; then training runs, exit 0, or a
 traceback on stderr and exit 1 (out of memory included).
@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["main"]
 
@@ -27,10 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.config_path.exists():
         print(f"Error: Configuration file {args.config_path} does not exist.")
         return 1
-    import yaml
 
     with open(args.config_path, encoding="utf-8") as handle:
-        data = yaml.safe_load(handle)
+        data = load_yaml(handle)
     from ltx_pipeline.ltx.trainer_config import LtxTrainerConfig
 
     try:

@@ -20,14 +20,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import RunFailed
@@ -37,6 +34,7 @@ from ltx_pipeline.ltx.media import BadMedia, read_frames, read_media_info
 from ltx_pipeline.steps.validation import LaunchTarget, validate_stage
 from ltx_pipeline.trainer_log import LogFollower, classify_failure, read_tail
 from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["EvalJob", "EvalRenderer", "RENDER_SUFFIXES", "rendered_file"]
 
@@ -78,7 +76,7 @@ class EvalJob:
 
     @cached_property
     def config_values(self) -> dict[str, Any]:
-        return yaml.safe_load(self.config_text) or {}
+        return load_yaml(self.config_text) or {}
 
     @cached_property
     def weights_id(self) -> dict[str, Any]:
@@ -263,12 +261,12 @@ class EvalRenderer:
                 self.narrate("The evaluation samples are rendered; the trainer runs its one step and exits.")
             if not alive:
                 return
-            time.sleep(self.poll_s)
+            handle.pause(self.poll_s)
 
     def _failed(self, job: EvalJob, state: dict[str, Any], handle: Any, log: Path) -> None:
         record = handle.exit() or {}
         code, signal = record.get("exit_code", 137), record.get("signal", 9 if not record else None)
-        values = yaml.safe_load(job.config_file.read_text(encoding="utf-8")) or {}
+        values = load_yaml(job.config_file.read_text(encoding="utf-8")) or {}
         failure = classify_failure(code, signal, read_tail(log, 200), config=values, initial_validation=True)
         if failure.kind in _OOM_KINDS and state.get("retry_dims") is None:
             planned = job.planned_dims  # the first failure is always at the planned dims

@@ -138,7 +138,7 @@ class TrainingFollower:
             if not alive:
                 return self.handle
             delay = self.poll_s if grew else min(delay * 2, self.max_poll_s)
-            time.sleep(delay)
+            self.handle.pause(delay)  # woken early when the trainer's supervisor exits
 
     def _round(self, alive: bool) -> bool:
         """One poll with the trainer's liveness known; returns whether the log grew."""

@@ -25,14 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import yaml
-
 from ltx_pipeline.backends.base import DEFAULT_MAIN_PORT, LaunchSpec, Nodes
 from ltx_pipeline.engine import slurm
 from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, RunJournal, ValidatedConfig
 from ltx_pipeline.errors import BadInput, Refused
 from ltx_pipeline.steps.resume import check_compatible, latest_pair, patch_resume
 from ltx_pipeline.steps.validation import launch_target, validate_stage
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["NodeRun", "node_launch_argv", "node_launch_printable", "node_log", "open_node_run", "rank_zero",
            "run_foreground"]
@@ -121,7 +120,7 @@ class NodeRun:
         return Path(self._entry("config_patch", stage, key="configs")["output_dir"])
 
     def values(self, stage: int) -> dict[str, Any]:
-        return yaml.safe_load(self.config(stage).read_text(encoding="utf-8")) or {}
+        return load_yaml(self.config(stage).read_text(encoding="utf-8")) or {}
 
     def _final_weights(self, stage: int) -> Path:
         values = self.values(stage)

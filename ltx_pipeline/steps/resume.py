@@ -24,6 +24,7 @@ from ltx_pipeline.errors import ResumeRefused
 from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.trainer_log import Failure, classify_failure, read_tail
 from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["CheckpointPair", "FINGERPRINT_KEYS", "check_compatible", "checkpoint_pairs", "config_fingerprint",
            "failure_report", "latest_pair", "patch_resume", "proposed_diff", "read_state",
@@ -152,9 +153,8 @@ def refuse_incompatible_checkpoints(config_path: Path, checkpoints_dir: Path, fi
     pair = latest_pair(checkpoints_dir)
     if pair is None or pair.step >= final_step:
         return
-    import yaml  # imported here: status reads checkpoint pairs through this module and never parses a config
 
-    check_compatible(pair, yaml.safe_load(config_path.read_text(encoding="utf-8")) or {})
+    check_compatible(pair, load_yaml(config_path.read_text(encoding="utf-8")) or {})
 
 
 def set_aside(output_dir: Path, *, workspace: Path) -> Path | None:
@@ -187,14 +187,13 @@ def patch_resume(config_path: Path, pair: CheckpointPair, *, workspace: Path) ->
     Returns:
         The patch records (dotted path, old, new, reason).
     """
-    import yaml
 
     from ltx_pipeline.ltx.config_patch import Patch, apply_patches  # the patcher loads ruamel: only when patching
 
     text = config_path.read_text(encoding="utf-8")
     reason = f"resume from step {pair.step}"
     patches = [Patch("model.load_checkpoint", str(pair.weights), reason)]
-    if ((yaml.safe_load(text) or {}).get("checkpoints") or {}).get("no_resume"):
+    if ((load_yaml(text) or {}).get("checkpoints") or {}).get("no_resume"):
         patches.append(Patch("checkpoints.no_resume", False, reason))
     patched, records = apply_patches(text, patches)
     atomic_write(config_path, patched, root=workspace)

@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["CONFIG_ROWS", "eval_section", "plot_loss", "plot_step_time", "render_summary", "steady_step_time",
            "with_section"]
@@ -138,7 +137,7 @@ def with_section(text: str, heading: str, body: str) -> str:
 
 def _config_rows(config: Path) -> list[tuple[str, Any]]:
     try:
-        values = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+        values = load_yaml(config.read_text(encoding="utf-8")) or {}
     except OSError:
         return []
     rows = []

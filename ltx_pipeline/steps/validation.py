@@ -16,14 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ltx_pipeline.engine.journal import ValidatedConfig, config_sha256
 from ltx_pipeline.errors import BadConfig
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.data_check import Check
 from ltx_pipeline.ltx.launch_checks import launch_checks
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, format_findings
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["LaunchTarget", "StageValidation", "launch_target", "runtime_checks", "validate_stage"]
 
@@ -72,7 +71,7 @@ class StageValidation:
 
 def runtime_checks(config: Path, target: LaunchTarget, *, warm_start_pending: bool = False) -> list[Check]:
     """The launch rules for this config and launch target (``ltx.launch_checks``)."""
-    values = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    values = load_yaml(config.read_text(encoding="utf-8")) or {}
     if warm_start_pending:
         # A chained stage warm-starts from weights the previous stage has not written yet; they are
         # checked right before that stage launches.
@@ -121,7 +120,7 @@ def validate_stage(backend: Any, config: Path, target: LaunchTarget, *, strict: 
 
 def _model_files_missing(config: Path) -> list[ConfigFinding]:
     """Relaxed validation skips paths; the model files must exist all the same."""
-    model = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("model") or {}
+    model = (load_yaml(config.read_text(encoding="utf-8")) or {}).get("model") or {}
     return [ConfigFinding(path=f"model.{key}", message=f"{model.get(key)} does not exist", code="path_missing")
             for key in ("model_path", "text_encoder_path")
             if not model.get(key) or not Path(model[key]).exists()]

@@ -44,3 +44,22 @@ def test_a_killed_group_leaves_no_exit_record(tmp_path: Path) -> None:
     os.killpg(launched.pid, signal.SIGKILL)
     assert wait_exit(launched.pid, launched.create_time, launched.host, 10)
     assert exit_record(exit_file) is None
+
+
+def test_a_followers_pause_ends_when_the_local_process_exits(tmp_path) -> None:
+    """A follower's nap ends at the supervisor's exit (pidfd), not at the end of its back-off."""
+    import subprocess
+    import sys
+    import time
+
+    from ltx_pipeline.engine.processes import pause_unless_exit
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])  # noqa: S603
+    started = time.monotonic()
+    pause_unless_exit(child.pid, 60)
+    woke = time.monotonic() - started
+    child.wait()
+    assert woke < 30, f"the pause lasted {woke:.1f}s although the process ended after 0.5s"
+    started = time.monotonic()
+    pause_unless_exit(child.pid, 60)  # a pid that is gone: no wait at all
+    assert time.monotonic() - started < 30

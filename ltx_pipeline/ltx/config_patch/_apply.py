@@ -24,6 +24,7 @@ from ltx_pipeline.ltx.config_patch._records import MISSING, Patch, PatchRecord, 
 from ltx_pipeline.ltx.config_patch._round_trip import RoundTrip, float_text, split_path
 from ltx_pipeline.ltx.config_patch._stage import KNOB_PATHS, StagePaths, patches_for_stage
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, validate_trainer_config
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = [
     "KNOB_PATHS",
@@ -104,7 +105,7 @@ def check_patched(text: str, *, relaxed_paths: bool, cwd: Path | None = None) ->
         top level. Empty when the trainer's config step would accept it.
     """
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as error:
         return [ConfigFinding("", f"not valid YAML: {str(error).splitlines()[0]}", "yaml_syntax")]
     if not isinstance(data, dict):

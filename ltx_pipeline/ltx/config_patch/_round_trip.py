@@ -29,6 +29,7 @@ from ruamel.yaml.representer import RoundTripRepresenter
 from ltx_pipeline.errors import BadConfig
 from ltx_pipeline.ltx.config_patch._records import MISSING
 from ltx_pipeline.ltx.config_patch._yaml_nodes import insert, styled
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["RoundTrip", "float_text", "split_path"]
 
@@ -50,7 +51,7 @@ class RoundTrip:
     def __init__(self, text: str) -> None:
         self.text = text
         try:
-            self.view = yaml.safe_load(text)
+            self.view = load_yaml(text)
         except yaml.YAMLError as error:
             raise BadConfig(f"Config template is not valid YAML: {error}".splitlines()[0],
                             fix="correct the template's YAML syntax") from error
@@ -143,7 +144,7 @@ class RoundTrip:
         spliced = _splice(self.text, self._before, after)
         for candidate in (spliced, after):
             try:
-                if yaml.safe_load(candidate) == self.view:
+                if load_yaml(candidate) == self.view:
                     return candidate
             except yaml.YAMLError:
                 continue

@@ -4,7 +4,7 @@ Owns the root model (sections in the trainer's order, its cross-field validator 
 order, facts §1.12), the public entry points other phases use (``validate_trainer_config``,
 ``parse_trainer_config``, ``load_trainer_config_file``, ``format_findings``, ``data_sources``) and
 the ``ConfigFinding`` record. Invariant: for any YAML mapping, the mirror accepts exactly what
-``LtxTrainerConfig(**yaml.safe_load(f))`` accepts, and reports each problem at the same dotted
+``LtxTrainerConfig(**load_yaml(f))`` accepts, and reports each problem at the same dotted
 location with the same pydantic error type and message, so a config that passes here will not
 fail the trainer's config step. It is written independently from the documented schema (no
 trainer code is copied) and imports neither torch nor the trainer. Validation reads the
@@ -40,6 +40,7 @@ from ltx_pipeline.ltx.trainer_config._sections import (
 )
 from ltx_pipeline.ltx.trainer_config._strategy import TextToVideoConfig, TrainingStrategyConfig
 from ltx_pipeline.ltx.trainer_config._validation import ValidationConfig
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = [
     "ConfigFinding",
@@ -264,7 +265,7 @@ def load_trainer_config_file(path: Path) -> dict[str, Any]:
         raise BadConfig(f"Cannot read trainer config: {error}", where=str(path),
                         fix="make it a readable UTF-8 text file") from error
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as error:
         raise _yaml_error(path, error) from error
     if not isinstance(data, dict):

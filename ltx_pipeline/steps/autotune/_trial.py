@@ -30,14 +30,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ltx_pipeline.backends.base import LaunchSpec
 from ltx_pipeline.ltx.autotune import TrialResult, estimate_step_time, relative_spread
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.steps.vram_sampler import IDLE_MIB, ResourceSampler, gpu_reader
 from ltx_pipeline.trainer_log import LogFollower, LogParser, TrainingProgress, classify_failure, read_tail
 from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["NOT_MEASURED", "UNMEASURED", "MeasuredTrialResult", "MemoryFigure", "TrialMemory", "TrialOutcome",
            "TrialSettings", "run_trial", "trial_settings", "write_trial_config"]
@@ -216,7 +215,7 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
     spec = LaunchSpec(spec.argv, spec.cwd, env)
     folder = config.parent
     log = folder / "train.log"
-    values = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    values = load_yaml(config.read_text(encoding="utf-8")) or {}
     output_dir = Path(values["output_dir"])
     accumulation = int(values["optimization"].get("gradient_accumulation_steps") or 1)
     sampler = ResourceSampler()
@@ -246,7 +245,7 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
                 break
             if not alive:
                 break
-            time.sleep(0.1)
+            handle.pause(0.1)
         progress.feed(parser.flush())
     wall = time.monotonic() - started
     if not stopped:

@@ -273,6 +273,9 @@ class _Handle(SimpleNamespace):
         self.alive_calls += 1
         return bool(self.alive_plan.pop(0)) if self.alive_plan else False
 
+    def pause(self, seconds: float) -> None:
+        follow_module.time.sleep(seconds)  # the test's clock (ProcessHandle.pause also wakes at an exit)
+
 
 class _Journal:
     def __init__(self) -> None:
