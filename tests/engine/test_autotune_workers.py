@@ -108,20 +108,6 @@ def kill_trials_of(store_url: str, host: str) -> None:
     store.close()
 
 
-def test_a_worker_on_a_host_with_another_gpu_model_is_refused_naming_both(store_url: str, tmp_path: Path) -> None:
-    driver = start_driver(tmp_path, store_url, scale="0.03")
-    try:
-        wait_for("the shared study", lambda: study(store_url, tmp_path), driver)
-        other = worker(tmp_path, store_url, "host-b", "--assume-gpu", "NVIDIA A100-SXM4-40GB,40960")
-        _, err = other.communicate(timeout=120)
-        assert other.returncode == 2, err
-        assert err.count("\n") == 1 and "NVIDIA A100-SXM4-40GB" in err and GPU_32["name"] in err
-        out, _ = driver.communicate(timeout=120)
-        assert driver.returncode == 0, out[-3000:]
-    finally:
-        stop(driver)
-
-
 def test_a_store_that_is_not_shared_is_refused(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("LTX_PIPELINE_STORE", None)
@@ -132,6 +118,7 @@ def test_a_store_that_is_not_shared_is_refused(tmp_path: Path) -> None:
 
 
 def test_driver_and_worker_share_the_sweep_and_find_the_single_host_winner(store_url: str, tmp_path: Path) -> None:
+    """Also: while the sweep runs, a worker on a host with another GPU model is refused, naming both."""
     from optuna.trial import TrialState
 
     from ltx_pipeline.backends.surface import load_surface
@@ -142,6 +129,10 @@ def test_driver_and_worker_share_the_sweep_and_find_the_single_host_winner(store
     try:
         wait_for("the shared study", lambda: study(store_url, tmp_path), driver)
         helper = worker(tmp_path, store_url, "host-b")
+        other = worker(tmp_path, store_url, "host-c", "--assume-gpu", "NVIDIA A100-SXM4-40GB,40960")
+        _, err = other.communicate(timeout=120)
+        assert other.returncode == 2, err
+        assert err.count("\n") == 1 and "NVIDIA A100-SXM4-40GB" in err and GPU_32["name"] in err
         out, _ = driver.communicate(timeout=180)
         assert driver.returncode == 0, out[-3000:]
         worker_out, worker_err = helper.communicate(timeout=60)
