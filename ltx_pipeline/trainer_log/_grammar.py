@@ -27,6 +27,7 @@ Layout facts the parser relies on (Rich ``RichHandler(show_time=False, markup=Tr
 
 from __future__ import annotations
 
+import gc
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -57,16 +58,17 @@ _STEP_LINE_RE = re.compile(
     r"(?: ([\d.]+)s, Total Time: (?:(\d+)h (\d+)m|calculating\.\.\.))?) +(?=[\w.\-]+\.py:\d+ *[\r\n]*\Z)"
 )
 _STEP_TAIL_RE = re.compile(r" {9}([\d.]+)s, Total Time: (?:(\d+)h (\d+)m|calculating\.\.\.) *[\r\n]*\Z")
-# ``feed_text``'s block form of the two fast-path layouts: whole Step records matched across a decoded
-# block (MULTILINE), so the lines between them are all Python ever sees one by one. Groups 1-4 are the
-# step, total, loss and LR; 5-7 the time fields of the one-line layout, 8-10 those of the wrapped one.
-# Just as strict as _STEP_LINE_RE + _STEP_TAIL_RE (no carriage return can match: feed_text leaves
-# blocks that hold one to the line path).
+# ``feed_text``'s block form of the two fast-path layouts. Every line of a block (or both lines of a
+# wrapped Step record) is one ``findall`` tuple, in order: groups 1-4 are the step, total, loss and LR,
+# 5-7 the time fields of the one-line layout, 8-10 those of the wrapped one, and group 11 any other line
+# (groups 1-10 then empty). Just as strict as _STEP_LINE_RE + _STEP_TAIL_RE; a block holding a carriage
+# return is left to the line path.
 _TOTAL_TIME = r"Total Time: (?:(\d+)h (\d+)m|calculating\.\.\.)"
 _LOCATION = r"[\w.\-]+\.py:\d+"
-_STEP_BLOCK_RE = re.compile(
+_BLOCK_LINE_RE = re.compile(
     r"^INFO +Step (\d+)/(\d+) - Loss: ([^,\s\x1b]+), LR: ([^,\s\x1b]+), Time/Step:"
-    rf"(?: ([\d.]+)s, {_TOTAL_TIME} +{_LOCATION}| +{_LOCATION} *\n {{9}}([\d.]+)s, {_TOTAL_TIME}) *$",
+    rf"(?: ([\d.]+)s, {_TOTAL_TIME} +{_LOCATION}| +{_LOCATION} *\n {{9}}([\d.]+)s, {_TOTAL_TIME}) *\n"
+    r"|^(.*)\n",
     re.MULTILINE,
 )
 
@@ -143,37 +145,55 @@ class LogParser:
     def feed_text(self, text: str) -> list[Event]:
         """Parse a block of whole lines (``LogFollower.read_text``): the events of ``feed_lines`` on its lines.
 
-        Step records are found by one regex scan of the block; only the lines between them go through
-        the line path, so a training log's bulk never becomes per-line Python work.
+        One ``findall`` splits the block into Step records and other lines in C; only the other lines go
+        through the line path, so a training log's bulk costs no per-line regex call or match object.
         """
         if "\r" in text:
             return self.feed_lines(_split_lines(text))
+        if not text.endswith("\n"):
+            text += "\n"  # a writer's last line (the trainer has exited)
         out: list[Event] = []
+        # The cyclic collector is paused while the block's events are built: they are acyclic (freed by
+        # reference counting), and its generation-0 passes over tens of thousands of new objects were an
+        # eighth of the parse time. It is restored below even if parsing raises.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._feed_records(_BLOCK_LINE_RE.findall(text), out)
+        finally:
+            if collecting:
+                gc.enable()
+        return out
+
+    def _feed_records(self, records: list[tuple[str, ...]], out: list[Event]) -> None:
+        """``feed_text``'s loop over its ``findall`` tuples (Step records and other lines, in order)."""
         append = out.append
+        others: list[str] = []  # lines since the last Step record, for the line path
+        settled = False  # the parser's state is "a Step record open, its event out"
         totals: dict[str, int] = {}
-        position = 0
-        for match in _STEP_BLOCK_RE.finditer(text):
-            start = match.start()
-            if start != position or (self._open and not self._emitted):
-                if start != position:
-                    out.extend(self.feed_lines(_split_lines(text[position:start])))
+        for step, total, loss, lr, seconds, hours, minutes, seconds2, hours2, minutes2, other in records:
+            if not step:
+                others.append(other)
+                continue
+            if others:
+                out.extend(self.feed_lines(others))
+                others = []
+                settled = False
+            if not settled:
                 if self._open and not self._emitted:
                     self._finish_record(out)
-                # The record the fast matches below leave behind: open, its Step event out already.
                 self._open = self._emitted = True
+                settled = True
             # step_event inlined, and Total Time read once per distinct value: this loop is the log's bulk.
-            step, total, loss, lr, seconds, hours, minutes, seconds2, hours2, minutes2 = match.groups()
-            if seconds is None:
+            if not seconds:
                 seconds, hours, minutes = seconds2, hours2, minutes2
-            if hours is None:
+            if not hours:
                 total_time = None
             elif (total_time := totals.get(key := f"{hours}h{minutes}")) is None:
                 total_time = totals[key] = int(hours) * 3600 + int(minutes) * 60
             append(StepEvent(int(step), int(total), float(loss), float(lr), float(seconds), total_time))
-            position = match.end() + 1  # past the record's newline
-        if position < len(text):
-            out.extend(self.feed_lines(_split_lines(text[position:])))
-        return out
+        if others:
+            out.extend(self.feed_lines(others))
 
     def flush(self) -> list[Event]:
         """Complete any pending record or plain statistics block and return its events."""
