@@ -32,12 +32,19 @@ def autotune_worker(
     from ltx_pipeline.cli.console import out
     from ltx_pipeline.cli.driving import open_workspace
     from ltx_pipeline.errors import EXIT_OK, BadInput, BadRequest
+    from ltx_pipeline.store.location import is_sqlite, store_target
+    from ltx_pipeline.workspace import DB_FILENAME, Workspace
 
-    ws, store = open_workspace(workspace)
-    assert store is not None
-    if not store.is_postgres:
+    # Refused before anything is opened: a worker never creates a workspace or a store of its own.
+    if is_sqlite(store_target(Workspace.at(workspace).root / DB_FILENAME)):
         raise BadInput("autotune-worker needs a shared store (--store postgresql+psycopg://…)", where="--store",
                        fix="pass the store the run's driver uses, e.g. --store postgresql+psycopg://user@host/db")
+    root = Workspace.at(workspace).root
+    if not root.is_dir():
+        raise BadInput(f"No workspace folder at {root}", where="--workspace",
+                       fix="pass the driver's workspace, mounted at the same path on this host")
+    ws, store = open_workspace(workspace)
+    assert store is not None
     if not run_name:
         raise BadRequest("autotune-worker needs the run it works for", where="--run", fix="pass --run NAME")
     run = store.get_run(run_name)

@@ -115,6 +115,7 @@ def test_a_store_that_is_not_shared_is_refused(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "autotune-worker needs a shared store (--store postgresql+psycopg://…)" in done.stderr
+    assert not (tmp_path / "ws").exists()  # refused before anything was created
 
 
 def test_driver_and_worker_share_the_sweep_and_find_the_single_host_winner(store_url: str, tmp_path: Path) -> None:
