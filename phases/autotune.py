@@ -336,7 +336,9 @@ class _Sweep:
             "winner": winner, "deltas": change, "objective": self.planner.objective(best) if best else None,
             "patches": [], "superseded": self.superseded, "prior": self.prior,
             # What the memory model expects the training to peak at: verified by monitor against the trainer.
-            "predicted_peak_gb": self.planner.predicted_peak(winner) if winner else None,
+            # None when trials were judged on step time alone: their memory figures order configs, not GB.
+            "predicted_peak_gb": (self.planner.predicted_peak(winner)
+                                  if winner and not any(t.get("assumed_fit") for t in self.trials) else None),
         }
         if self.planner.baseline_failed or best is None:
             text, line = _failure_text(self.failure, self.planner)

@@ -49,7 +49,7 @@ def rank_zero(request: Any) -> Nodes | None:
     if request.nodes <= 1:
         return None
     # Under SLURM the job script finds the first node (scontrol) and passes it to every node-launch.
-    main_ip = request.main_ip or (SLURM_MAIN_IP if getattr(request, "slurm", False) else request.main_ip)
+    main_ip = request.main_ip or (SLURM_MAIN_IP if request.slurm else "")
     return Nodes(request.nodes, 0, main_ip, request.main_port or DEFAULT_MAIN_PORT)
 
 

@@ -58,6 +58,8 @@ def test_a_reference_sweep_without_a_memory_scale_reports_no_zero_peak(tmp_path,
     zero = re.compile(r"\b0\.0+ GB")
     assert not zero.search(markdown) and not zero.search(log) and "peak 0.0" not in log
     assert "**Memory was not measured**" in markdown
+    # No prediction in GB for monitor to check: a "predicted 0.0 GB" miss warning would be false.
+    assert out["predicted_peak_gb"] is None
     # Whatever won, it won on step time alone, and the report says so; no 0.0 reading decided it.
     assert "**Winner** (chosen on step time only: memory was not measured)" in markdown
     assert log.splitlines()[-1].endswith("chosen on step time only: memory not measured")

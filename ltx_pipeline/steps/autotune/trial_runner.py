@@ -18,7 +18,9 @@ from ltx_pipeline.engine import RunContext
 from ltx_pipeline.engine.fingerprint import file_digest
 from ltx_pipeline.engine.journal import ValidatedConfig
 from ltx_pipeline.ltx.autotune import PRECISION, format_knobs, validation_key
-from ltx_pipeline.steps.autotune import (
+
+# Inside the package: its own modules directly, not the package door (which outsiders use).
+from ltx_pipeline.steps.autotune._trial import (
     MemoryFigure,
     TrialOutcome,
     TrialSettings,
