@@ -2,11 +2,12 @@
 
 Runs a whole workflow on the simulated backend, approved up front, with the time scale chosen so one
 training step takes ``--step-seconds`` of wall time (default 1 s, over ``--seconds``, default 60 s; the
-trainer logs a Step line every 20 steps, as the real one does). It samples the engine process's CPU
+trainer logs a Step line every ``--log-every`` steps, default 20 as the real one does; ``--log-every 1``
+is the worst case, a Step line each step). It samples the engine process's CPU
 time (its children excluded) from the trainer's first log line to its end-of-training statistics,
 so the workflow's other phases are not counted. Prints figures; asserts nothing.
 
-    python benchmarks/bench_follow_cpu.py [--seconds 60] [--step-seconds 1.0]
+    python benchmarks/bench_follow_cpu.py [--seconds 60] [--step-seconds 1.0] [--log-every 20]
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="wall time the training steps should last")
     parser.add_argument("--step-seconds", type=float, default=1.0, help="wall time of one training step")
+    parser.add_argument("--log-every", type=int, default=20, help="steps between two Step lines (the trainer's 20)")
     args = parser.parse_args()
     steps = max(20, round(args.seconds / args.step_seconds))
     scale = args.step_seconds / STEP_TIME_S
@@ -78,7 +80,8 @@ def main() -> None:
         root = Path(tmp)
         (root / "surface.yaml").write_text(json.dumps(SURFACE))
         clips = write_demo_dataset(root / "clips")  # real small clips with sound: the probe opens them
-        env = {**os.environ, "LTX_SIMULATED_TIME_SCALE": repr(scale)}
+        env = {**os.environ, "LTX_SIMULATED_TIME_SCALE": repr(scale),
+               "LTX_SIMULATED_STEP_LOG_EVERY": str(args.log_every)}
         proc = subprocess.Popen([*ENGINE, "run", "--workspace", str(root / "ws"), "--run", "bench", "--dataset",
                                  str(clips), "--backend", "simulated", "--surface", str(root / "surface.yaml"),
                                  "--steps", str(steps), "--buckets", "96x64x25", "--approve"],
@@ -92,7 +95,7 @@ def main() -> None:
         return
     wall, cpu = measured
     print(f"following a {wall:.1f} s training of {steps} steps ({steps / wall:.2f} steps/s, a Step line every "
-          f"{20 * args.step_seconds:g} s): engine CPU {cpu:.2f} s = {cpu / wall * 100:.2f}% of one core "
+          f"{args.log_every * args.step_seconds:g} s): engine CPU {cpu:.2f} s = {cpu / wall * 100:.2f}% of one core "
           "(parsing, metrics to SQLite, liveness and checkpoint discovery)")
 
 

@@ -5,7 +5,8 @@ the same config schema (through the mirror), prints the trainer's log lines with
 times, writes checkpoints under the trainer's names, resumes from ``model.load_checkpoint``, and
 exits as the trainer would, out-of-memory failures (training or validation) included. It is not
 LTX-2 and says so. ``LTX_SIMULATED_TIME_SCALE`` (default 0) makes it sleep that fraction of the
-simulated seconds; ``<output_dir>/simulated_cost.json`` records the simulated GPU seconds spent.
+simulated seconds; ``LTX_SIMULATED_STEP_LOG_EVERY`` (default 20, the real trainer's interval) sets how
+often a Step line is logged; ``<output_dir>/simulated_cost.json`` records the simulated GPU seconds spent.
 Checkpoint files are placeholders: weights are a one-tensor safetensors file, the state file JSON.
 """
 
@@ -64,6 +65,7 @@ class Simulation:
         self.cfg = cfg
         self.surface = surface
         self.scale = float(os.environ.get("LTX_SIMULATED_TIME_SCALE", "0") or 0)
+        self.log_every = max(1, int(os.environ.get("LTX_SIMULATED_STEP_LOG_EVERY", "20") or 20))
         self.output_dir = Path(cfg.output_dir)
         self.spent = 0.0
         opt, acc = cfg.optimization, cfg.acceleration
@@ -123,7 +125,7 @@ class Simulation:
                 elapsed += self.surface.validation_time_s
             if ckpt_interval and step % ckpt_interval == 0:
                 self._checkpoint(step)
-            if step % 20 == 0:
+            if step % self.log_every == 0:
                 loss = "nan" if point.loss_nan else f"{0.9 * math.exp(-step / 400) + 0.1:.4f}"
                 estimate = _hm(self.spent - loop_start, step - start, steps - step)
                 log(f"Step {step}/{steps} - Loss: {loss}, LR: {self.cfg.optimization.learning_rate:.2e}, "

@@ -87,8 +87,9 @@ class TrainingProgressBar:
         # markup=False: a description or info never loses bracketed words to Rich markup.
         self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(bar_width=40),
                                  MofNCompleteColumn(), TextColumn("{task.fields[info]}", markup=False),
-                                 # The follower feeds it every second or two: Rich's default 10 Hz only burns CPU.
-                                 console=console or out, transient=False, refresh_per_second=2)
+                                 # Redrawn when the follower reports a change, never by a timer thread: a
+                                 # step logged every 20 s needs no redraw in between (Rich's 10 Hz burns CPU).
+                                 console=console or out, transient=False, auto_refresh=False)
         self.tasks: dict[int, TaskID] = {}
         self.started = False
 
@@ -103,7 +104,7 @@ class TrainingProgressBar:
             self.tasks[snapshot.stage] = task
         # A trainer logs steps every N steps; its statistics block says every step ran, so the bar ends full.
         done = snapshot.total if snapshot.finished and snapshot.total else snapshot.step or 0
-        self.progress.update(task, completed=done, total=snapshot.total, info=_info(snapshot))
+        self.progress.update(task, completed=done, total=snapshot.total, info=_info(snapshot), refresh=True)
 
     def close(self) -> None:
         if self.started:

@@ -91,11 +91,11 @@ def launch_detached(argv: Sequence[str], *, cwd: Path, env_overrides: Mapping[st
         created = psutil.Process(proc.pid).create_time()
     except psutil.NoSuchProcess:  # it already exited: its record still names it
         created = time.time()
-    _REAPERS[proc.pid] = proc  # keep the Popen so the engine reaps it (no zombie) while it runs
+    _REAPERS[proc.pid] = (proc, created)  # keep the Popen so the engine reaps it (no zombie) while it runs
     return Launched(proc.pid, created, host_id())
 
 
-_REAPERS: dict[int, subprocess.Popen[bytes]] = {}
+_REAPERS: dict[int, tuple[subprocess.Popen[bytes], float]] = {}
 
 
 def is_alive(pid: int, create_time: float, host: str, marker: str | None = None) -> bool:
@@ -109,9 +109,11 @@ def is_alive(pid: int, create_time: float, host: str, marker: str | None = None)
     """
     if host != host_id():
         return False  # another host's process: only its heartbeat says anything (``heartbeat_fresh``)
-    reaper = _REAPERS.get(pid)
-    if reaper is not None and reaper.poll() is not None:
-        return False
+    child = _REAPERS.get(pid)
+    if child is not None and child[1] == create_time:
+        # This engine's own child, unreaped: its pid cannot have been reused, so one waitpid(WNOHANG)
+        # tells it all (a follower asks every round; the /proc reads below cost far more).
+        return child[0].poll() is None
     try:
         process = psutil.Process(pid)
         if process.status() == psutil.STATUS_ZOMBIE:
@@ -185,10 +187,10 @@ def stop_group(pid: int, create_time: float, host: str, *, interrupt_timeout: fl
 
 def _reap(pid: int) -> None:
     """Collect a child this process launched, so a stopped supervisor is never left <defunct>."""
-    reaper = _REAPERS.pop(pid, None)
-    if reaper is not None:
+    child = _REAPERS.pop(pid, None)
+    if child is not None:
         try:
-            reaper.wait(timeout=5)
+            child[0].wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
     else:

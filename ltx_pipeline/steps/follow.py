@@ -9,8 +9,10 @@ for ``LTX_PIPELINE_STALL_SECONDS`` (default 900) is reported once as stalled. Li
 journal handle's pid plus start time. The offset is stored after the batch it covers, so an engine
 killed in between re-reads at most one poll's lines, and storing them again is idempotent.
 ``follow`` waits between polls adaptively (longer while the log is silent, short again once it
-grows) and checks liveness less often while the log grows, so following a slow trainer costs
-little CPU; a dead trainer, a stall or Ctrl-C is still noticed within about two seconds.
+grows) and checks liveness less often while the log grows; the output folders are listed again only
+when their modification time changed, the log grew or a checkpoint was half-written, and progress is
+reported only when something it shows changed, so following a slow trainer costs little CPU; a dead
+trainer, a stall or Ctrl-C is still noticed within about two seconds.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.steps.resume import checkpoint_pairs
+from ltx_pipeline.steps.resume import CheckpointPair, checkpoint_pairs
 from ltx_pipeline.trainer_log import (
     LogFollower,
     LogParser,
@@ -105,6 +107,10 @@ class TrainingFollower:
         self.stalled = False
         self._last_growth = _mtime(Path(handle.log_path)) or time.time()
         self._known_checkpoints: set[int] = set()
+        self._checkpoints = _FolderScan(output_dir / "checkpoints",
+                                        lambda folder: checkpoint_pairs(folder, complete_only=False))
+        self._samples = _FolderScan(output_dir / "samples", lambda folder: latest_sample(folder.parent))
+        self._reported: tuple[Any, ...] | None = None
 
     def seed(self, metrics: list[dict[str, Any]]) -> None:
         """Fill progress with the steps stored before a re-attach (their log lines are behind the offset)."""
@@ -143,10 +149,21 @@ class TrainingFollower:
     def _round(self, alive: bool) -> bool:
         """One poll with the trainer's liveness known; returns whether the log grew."""
         grew = self._read(alive)
+        # A grown log or an ended trainer re-lists the folders whatever their mtime says (a shared
+        # filesystem may cache it); a half-written checkpoint is looked at until it is complete.
+        pending = any(pair.state is None for pair in self._pairs())
+        folders_changed = self._checkpoints.refresh(force=grew or not alive or pending) | self._samples.refresh(
+            force=grew or not alive)
         self._discover_checkpoints()
+        was_stalled = self.stalled
         self._check_stall(alive)
-        if self.on_progress is not None:
-            self.on_progress(self.snapshot(alive))
+        if self.on_progress is not None and (grew or folders_changed or not alive or self.stalled != was_stalled
+                                             or self._reported is None):
+            snapshot = self.snapshot(alive)
+            shown = _shown(snapshot)
+            if shown != self._reported:  # a silent round changes nothing on the bar: no redraw
+                self._reported = shown
+                self.on_progress(snapshot)
         return grew
 
     def _read(self, alive: bool) -> bool:
@@ -167,12 +184,17 @@ class TrainingFollower:
     def snapshot(self, alive: bool) -> Snapshot:
         progress = self.progress
         checkpoint = progress.latest_checkpoint
-        pairs = checkpoint_pairs(self.output_dir / "checkpoints", complete_only=False)
+        if not self._checkpoints.scanned:
+            self._checkpoints.refresh()
+        if not self._samples.scanned:
+            self._samples.refresh()
+        pairs = self._checkpoints.value
         latest_ckpt = str(pairs[-1].weights) if pairs else (checkpoint.path if checkpoint else None)
+        sample = self._samples.value
         losses = progress.last_losses(5)
         return Snapshot(self.stage, self.stages, progress.last_step, progress.total_steps, progress.percent,
                         losses[-1] if losses else None, losses, progress.steady_step_time(), progress.eta_seconds(),
-                        latest_ckpt, latest_sample(self.output_dir), progress.wandb_url, alive, self.stalled,
+                        latest_ckpt, sample, progress.wandb_url, alive, self.stalled,
                         finished=progress.stats is not None)
 
     # -- recording ---------------------------------------------------------------------------------
@@ -189,9 +211,14 @@ class TrainingFollower:
         if rows:
             self.journal.add_metrics(self.stage, list(rows.values()))
 
+    def _pairs(self) -> list[CheckpointPair]:
+        """Every checkpoint pair of the last listing, half-written ones included."""
+        pairs: list[CheckpointPair] = self._checkpoints.value or []
+        return pairs
+
     def _discover_checkpoints(self) -> None:
-        for pair in checkpoint_pairs(self.output_dir / "checkpoints"):
-            if pair.step not in self._known_checkpoints:
+        for pair in self._pairs():
+            if pair.state is not None and pair.step not in self._known_checkpoints:
                 self.journal.add_checkpoint(self.stage, pair.step, str(pair.weights), str(pair.state))
                 self._known_checkpoints.add(pair.step)
 
@@ -221,6 +248,43 @@ def log_summary(log_path: Path | str, lines: int = 400) -> dict[str, Any]:
             "eta_s": progress.eta_seconds(), "wandb_url": progress.wandb_url, "last_line": last_line,
             "finished": stats is not None,
             "peak_gpu_memory_gb": stats.peak_gpu_memory_gb if stats else None}
+
+
+def _shown(snapshot: Snapshot) -> tuple[Any, ...]:
+    """What a progress display shows of a snapshot (the ETA to the second it is printed with)."""
+    eta = None if snapshot.eta_s is None else int(snapshot.eta_s)
+    return (snapshot.stage, snapshot.step, snapshot.total, snapshot.loss, snapshot.step_time_s, eta,
+            snapshot.latest_checkpoint, snapshot.latest_sample, snapshot.wandb_url, snapshot.alive, snapshot.stalled,
+            snapshot.finished)
+
+
+class _FolderScan:
+    """A folder listing redone only when the folder's mtime changes, when forced, or every ``max_age_s``.
+
+    Creating, renaming or removing an entry changes a directory's mtime, so between a trainer's saves
+    every poll costs one ``stat`` instead of a listing and a ``stat`` per file. The periodic listing
+    covers what an mtime can miss: two changes within one timestamp tick, a network filesystem's cache.
+    """
+
+    def __init__(self, folder: Path, scan: Callable[[Path], Any], max_age_s: float = 10.0) -> None:
+        self.folder, self.scan, self.max_age_s = folder, scan, max_age_s
+        self.scanned, self.value = False, None
+        self._stamp: int | None = None
+        self._scanned_at = -math.inf
+
+    def refresh(self, *, force: bool = False) -> bool:
+        """List the folder again if needed; returns whether what it holds changed."""
+        try:
+            stamp: int | None = self.folder.stat().st_mtime_ns
+        except OSError:
+            stamp = None
+        now = time.monotonic()
+        if not (force or not self.scanned or stamp != self._stamp or now - self._scanned_at >= self.max_age_s):
+            return False
+        value = self.scan(self.folder)
+        changed = not self.scanned or value != self.value
+        self.value, self._stamp, self.scanned, self._scanned_at = value, stamp, True, now
+        return changed
 
 
 def _mtime(path: Path) -> float | None:

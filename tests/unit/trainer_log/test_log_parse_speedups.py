@@ -292,7 +292,7 @@ class _Journal:
         pass
 
 
-def _follower(tmp_path: Path, writes: dict[int, str], alive_plan: list[bool],
+def _follower(tmp_path: Path, writes: dict[int, Any], alive_plan: list[bool],
               monkeypatch: pytest.MonkeyPatch) -> tuple[TrainingFollower, _Handle, list[float]]:
     """A follower whose clock is its sleeps; ``writes[n]`` is appended to the log before sleep number n."""
     log = tmp_path / "train.log"
@@ -304,9 +304,11 @@ def _follower(tmp_path: Path, writes: dict[int, str], alive_plan: list[bool],
     def sleep(seconds: float) -> None:
         sleeps.append(seconds)
         clock[0] += seconds
-        if (text := writes.get(len(sleeps))) is not None:
+        if callable(action := writes.get(len(sleeps))):
+            action()  # something the trainer does besides logging (a checkpoint, a sample)
+        elif action is not None:
             with open(log, "a", encoding="utf-8") as out:
-                out.write(text)
+                out.write(action)
 
     monkeypatch.setattr(follow_module.time, "sleep", sleep)
     monkeypatch.setattr(follow_module.time, "monotonic", lambda: clock[0])
@@ -350,3 +352,41 @@ def test_follow_reports_a_stall(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     follower._last_growth = 1000.0
     follower.follow()
     assert len(warnings) == 1 and "stalled" in warnings[0]
+
+
+def test_follow_reports_progress_only_when_what_it_shows_changes(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    step = _rich("Step 20/200 - Loss: 0.5000, LR: 1.00e-04, Time/Step: 3.00s, Total Time: 0h 10m", 120)[0] + "\n"
+    follower, _handle, sleeps = _follower(tmp_path, {4: step}, [True] * 8, monkeypatch)
+    shown: list[tuple[int | None, bool]] = []
+    follower.on_progress = lambda snapshot: shown.append((snapshot.step, snapshot.alive))
+    follower.follow()
+    # Ten rounds, three of them with news: the start, the step, the trainer's end.
+    assert len(sleeps) == 9 and shown == [(None, True), (20, True), (20, False)]
+
+
+def test_follow_finds_checkpoints_and_samples_written_between_log_lines(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    checkpoints, samples = tmp_path / "checkpoints", tmp_path / "samples"
+    weights, state = checkpoints / "lora_weights_step_00020.safetensors", checkpoints / "training_state_step_00020.pt"
+
+    def half_saved() -> None:  # the weights and an empty state file: a save still going on
+        checkpoints.mkdir()
+        weights.write_bytes(b"w")
+        state.write_bytes(b"")
+
+    def sample() -> None:
+        samples.mkdir()
+        (samples / "step_000020_1.mp4").write_bytes(b"v")
+
+    recorded: list[int] = []
+    follower, _handle, _sleeps = _follower(tmp_path, {2: half_saved, 4: lambda: state.write_bytes(b"s"), 5: sample},
+                                           [True] * 7, monkeypatch)
+    follower.journal.add_checkpoint = lambda stage, step, *paths: recorded.append(step)
+    shown: list[tuple[str | None, str | None]] = []
+    follower.on_progress = lambda snapshot: shown.append((snapshot.latest_checkpoint, snapshot.latest_sample))
+    follower.follow()
+    # The log never grew: the folders' mtimes and the unfinished state file brought the news.
+    assert recorded == [20]
+    assert shown[-1] == (str(weights), str(samples / "step_000020_1.mp4"))
+    assert (str(weights), None) in shown
