@@ -12,6 +12,7 @@ Multi-process runs go through ``accelerate`` (DDP; gloo on CPU); only the main p
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from itertools import count
@@ -30,6 +31,11 @@ from ltx_pipeline.reference_trainer.model import load_base, read_architecture
 from ltx_pipeline.reference_trainer.optim import build_optimizer, build_scheduler
 from ltx_pipeline.reference_trainer.quantize import quantize_frozen
 from ltx_pipeline.workspace import atomic_write
+
+# bitsandbytes (imported by peft, and for adamw8bit) tries to fetch a Hub kernel for 4-bit CPU matmuls on
+# AVX512-BF16 CPUs and logs "Failed to load CPU gemm_4bit_forward" when it cannot. This trainer never runs
+# 4-bit layers, so that line would only be a false alarm in train.log.
+logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
 
 __all__ = ["train"]
 

@@ -44,7 +44,9 @@ def test_demo_runs_every_phase_with_an_oom_trial_a_winner_checkpoints_and_a_summ
         info = read_media_info(sample)
         assert (info.kind, info.width, info.height, info.frames) == ("video", 96, 64, 25), sample.name
     # The loss falls visibly: logged at least every 5 steps, the last tenth a fifth below the first.
-    losses = [float(m) for m in re.findall(r"Step \d+/60 - Loss: ([0-9.]+)", (root / "logs" / "train.log").read_text())]
+    train_log = (root / "logs" / "train.log").read_text()
+    assert "Failed to load" not in train_log  # no third-party false alarm (bitsandbytes' optional CPU kernel)
+    losses = [float(m) for m in re.findall(r"Step \d+/60 - Loss: ([0-9.]+)", train_log)]
     assert len(losses) >= 12, losses
     tenth = max(1, len(losses) // 10)
     first, last = sum(losses[:tenth]) / tenth, sum(losses[-tenth:]) / tenth
