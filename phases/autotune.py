@@ -9,6 +9,11 @@ interrupted sweep resumes without re-running finished trials (a trial left runni
 engine is stopped and run again once). A failing baseline stops the run with its classified
 failure and fixes. The winner's deltas are patched into every stage config with the reason
 "autotune"; ``autotune.log``/``.md``/``.png`` sit in the run folder.
+
+With ``autotune: off`` (``--autotune off``) no trial runs and nothing is patched: the outputs say so in
+one field (``off``, the reason) beside the plan's ``baseline`` knobs, with no objective and no predicted
+peak, and autotune.md names the baseline trained as is. Whether autotune can run on this machine at
+all is the plan's to say (``ltx.autotune.availability``): an approval blocker, never a failed sweep.
 """
 
 from __future__ import annotations
@@ -22,17 +27,19 @@ from ltx_pipeline.engine.processes import host_id
 from ltx_pipeline.errors import RunFailed
 from ltx_pipeline.ltx.autotune import (
     MEMORY_FAILURES,
+    SPACE_KEYS,
     SweepPlanner,
     deltas,
     format_knobs,
     search_space,
 )
+from ltx_pipeline.ltx.autotune.availability import OFF_REASON
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.ltx.launch_checks import launch_checks
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.steps.autotune import study as studies
-from ltx_pipeline.steps.autotune import trial_line, write_reports
+from ltx_pipeline.steps.autotune import trial_line, write_off_reports, write_reports
 from ltx_pipeline.steps.autotune.hosts import shared_store
 from ltx_pipeline.steps.autotune.prior import prior_disagreement, prior_key, same_knobs
 from ltx_pipeline.steps.autotune.trial_runner import TrialRunner
@@ -50,9 +57,13 @@ class AutotunePhase:
 
     def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
         parts = {"validate": digest(ctx.output("validate")), **_inputs(ctx)}
+        if ctx.request.autotune == "off":  # absent when on: every earlier run's fingerprint stays as it was
+            parts["autotune"] = "off"
         return parts
 
     def run(self, ctx: RunContext) -> PhaseResult:
+        if ctx.request.autotune == "off":
+            return PhaseResult(_off(ctx))
         ctx.narrate("Autotune: a short trial at full resolution with the planned config (the baseline), then "
                     "variants of quantization, optimizer, batch size or checkpointing, to find the fastest config "
                     "whose peak VRAM, training or validation, stays under the headroom. Each trial stops once its "
@@ -65,10 +76,26 @@ class AutotunePhase:
         return PhaseResult(outputs)
 
     def summary(self, outputs: dict[str, Any]) -> str:
+        if outputs.get("off"):
+            return f"off {outputs['off']}; no trial ran, the plan's baseline config is trained as is"
         ran = len(outputs["trials"])
         change = ", ".join(f"{k}={v}" for k, v in outputs["deltas"].items()) or "the baseline kept"
         return (f"{ran} trial(s), {len(outputs['pruned'])} pruned; winner {change} "
                 f"({outputs['objective']:.2f}s per optimizer step); study {outputs['study']}")
+
+
+def _off(ctx: RunContext) -> dict[str, Any]:
+    """Autotune off by the user's choice: no trial, no patch; autotune.md says which baseline trains as is.
+
+    The outputs carry no objective and no predicted peak: nothing was measured, so monitor has no
+    memory model to check.
+    """
+    baseline = {k: ctx.output("plan")["recipe"]["knobs"][k] for k in SPACE_KEYS}
+    ctx.narrate(f"Autotune is off {OFF_REASON}. No trial runs and nothing is patched; training uses the plan's "
+                f"baseline config as is, {format_knobs(baseline)}.")
+    turn_on = f"ltx-pipeline run --workspace {ctx.workspace} --run {ctx.run_name} --autotune on"
+    reports = write_off_reports(ctx.paths.root, ctx.workspace, baseline, reason=OFF_REASON, turn_on=turn_on)
+    return {"off": OFF_REASON, "baseline": baseline, "deltas": {}, "patches": [], "reports": reports}
 
 
 def _inputs(ctx: RunContext) -> dict[str, Any]:

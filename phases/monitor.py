@@ -90,11 +90,13 @@ def _verify_memory_model(ctx: RunContext, stages: list[dict[str, Any]]) -> dict[
 
     A difference beyond ``MISS_TOLERANCE`` is a miss of the memory model: said, and recorded in the
     sweep's Optuna study (``memory_model_misses``) so it counts against the model. None when autotune
-    did not run or either figure is missing.
+    did not run or was off, or either figure is missing.
     """
     if "autotune" not in ctx.upstream:
         return None
     sweep = ctx.output("autotune")
+    if sweep.get("off"):  # no sweep, no memory model: nothing predicted, nothing to miss
+        return None
     predicted = sweep.get("predicted_peak_gb")
     measured = max((s["peak_gpu_memory_gb"] for s in stages if s.get("peak_gpu_memory_gb") is not None), default=None)
     if predicted is None or measured is None:
@@ -117,10 +119,13 @@ def _verify_memory_model(ctx: RunContext, stages: list[dict[str, Any]]) -> dict[
 
 
 def _autotune(ctx: RunContext) -> str | None:
-    """Autotune's own one-line measurement summary, when it ran (its sampler figures are measured)."""
+    """Autotune's own one-line measurement summary, when it ran (its sampler figures are measured), or
+    that it was off."""
     if "autotune" not in ctx.upstream:
         return None
     outputs = ctx.output("autotune")
+    if outputs.get("off"):
+        return f"off {outputs['off']}; no trial ran, the plan's baseline config was trained as is"
     change = ", ".join(f"{k}={v}" for k, v in (outputs.get("deltas") or {}).items()) or "the baseline kept"
     objective = outputs.get("objective")
     measured = f", {objective:.2f} s per optimizer step measured in its trials" if objective is not None else ""

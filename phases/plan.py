@@ -10,6 +10,8 @@ unknown until the sanity check has measured a step.
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +19,13 @@ from ltx_pipeline.backends.base import DEFAULT_MAIN_PORT
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import BadInput
+from ltx_pipeline.ltx.autotune.availability import AutotunePlan, autotune_plan
 from ltx_pipeline.ltx.launch_plan import launch_shape
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.preparation import PreparationPlan, default_captioner, plan_preparation
 from ltx_pipeline.ltx.recipe import Recipe, build_recipe
 from ltx_pipeline.ltx.tiers import Tier
+from ltx_pipeline.probing.gpus import NVIDIA_SMI_ENV
 from ltx_pipeline.request import EVAL_ONLY_FIELDS, RENDEZVOUS_FIELDS
 from ltx_pipeline.steps.slurm import check_paths
 from ltx_pipeline.workspace import atomic_write
@@ -41,7 +45,11 @@ class PlanPhase:
         for key, default in _LATER_FIELDS:  # at their defaults, an existing run's plan stays approved
             if request.get(key) == default:
                 request.pop(key, None)
-        return {"run request": request, "probe": digest(ctx.output("probe"))}
+        parts = {"run request": request, "probe": digest(ctx.output("probe"))}
+        autotune = _autotune(ctx)
+        if autotune.cannot_run:  # absent where autotune can run: every earlier run's fingerprint stays as it was
+            parts["autotune"] = "cannot run here (assumed GPUs, no nvidia-smi)"
+        return parts
 
     def run(self, ctx: RunContext) -> PhaseResult:
         ctx.narrate("Writing plan.md: every setting, where it comes from, and what runs next. Nothing heavy "
@@ -74,12 +82,14 @@ class PlanPhase:
         blockers += [f"{f['item']}: {f['detail']}" for f in missing
                      if f["status"] == "missing" and f["item"] in ctx.backend.heavy_prerequisites]
         blockers += _captioner_blockers(probe, preparation)
-        text = render_plan(ctx, recipe, probe, missing, warnings, preparation)
+        autotune = _autotune(ctx)
+        blockers += [autotune.blocker] if autotune.blocker else []
+        text = render_plan(ctx, recipe, probe, missing, warnings, preparation, autotune)
         atomic_write(ctx.paths.plan_file, text, root=ctx.workspace)
         subject = digest(text)
         outputs = {"plan_file": str(ctx.paths.plan_file), "plan_hash": subject, "recipe": recipe.to_dict(),
                    "warnings": warnings, "missing": [f["item"] for f in missing], "blockers": blockers,
-                   "preparation": preparation.to_dict()}
+                   "preparation": preparation.to_dict(), "autotune": autotune.to_dict()}
         return PhaseResult(outputs, approval_subject=subject, approval_blockers=blockers)
 
     def summary(self, outputs: dict[str, Any]) -> str:
@@ -88,15 +98,36 @@ class PlanPhase:
         blocked = f", {len(outputs['blockers'])} prerequisite(s) missing" if outputs["blockers"] else ""
         prep = outputs.get("preparation") or {}
         prepare = f"; prepare: {PreparationPlan(**prep).summary()}" if prep.get("needed") else ""
+        autotune = outputs.get("autotune") or {"runs": True}
+        tune = "" if autotune["runs"] else ("; autotune cannot run here" if autotune.get("blocker")
+                                             else "; autotune off (the baseline config as is)")
         return (f"plan.md written: {recipe['mode']} {recipe['training_mode']} on {recipe['tier_name']}, "
-                f"{stages}{blocked}{prepare}")
+                f"{stages}{blocked}{prepare}{tune}")
 
 
 # Request fields added after runs existed, with their defaults (left out of the plan's fingerprint at them).
-_LATER_FIELDS: tuple[tuple[str, Any], ...] = (("slurm", False), ("slurm_args", []))
+_LATER_FIELDS: tuple[tuple[str, Any], ...] = (("slurm", False), ("slurm_args", []), ("autotune", "on"),
+                                              ("trainer_python", None))
 
 # Prerequisites only the official trainer needs; the toy and simulated backends run without them.
 _LTX_ONLY = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout")
+
+
+def _autotune(ctx: RunContext) -> AutotunePlan:
+    """Whether autotune runs (``ltx.autotune.availability``): the choice, the backend, the probe's GPUs and,
+    for assumed GPUs, whether this machine has an nvidia-smi to measure a trial's memory with."""
+    request = ctx.request
+    return autotune_plan(request.autotune, request.backend, gpus_assumed=bool(ctx.output("probe").get("assumed_gpu")),
+                         nvidia_smi_found=_nvidia_smi_found(request.nvidia_smi))
+
+
+def _nvidia_smi_found(executable: str | None) -> bool:
+    """Whether nvidia-smi resolves here as the probe resolves it: ``--nvidia-smi``, ``$LTX_PIPELINE_NVIDIA_SMI``,
+    PATH. Found only, never run: the probe runs it where the GPUs are not assumed."""
+    candidate = os.path.expanduser(executable or os.environ.get(NVIDIA_SMI_ENV) or "nvidia-smi")
+    if os.sep in candidate:
+        return os.path.isfile(candidate) and os.access(candidate, os.X_OK)
+    return shutil.which(candidate) is not None
 
 
 def _applies(item: str, backend: Any) -> bool:
@@ -163,9 +194,11 @@ def _preparation_lines(ctx: RunContext, preparation: PreparationPlan) -> list[st
 
 
 def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing: list[dict[str, Any]],
-                warnings: list[str], preparation: PreparationPlan | None = None) -> str:
+                warnings: list[str], preparation: PreparationPlan | None = None,
+                autotune: AutotunePlan | None = None) -> str:
     """The plan's Markdown, in the official template's section order."""
     request = ctx.request
+    autotune = autotune or _autotune(ctx)
     mode = get_mode(request.mode)
     dataset = probe["dataset"]
     lines = [f"# Training plan: {ctx.run_name}", ""]
@@ -198,10 +231,7 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
               f"{recipe.knobs['gradient_accumulation_steps']} x {recipe.num_processes} process(es)"
               + (f" ({request.nodes} node(s) x {recipe.num_processes // request.nodes} process(es))"
                  if request.nodes > 1 else ""), *_node_lines(ctx), *_slurm_lines(ctx, recipe), ""]
-    lines += ["## Sanity Check + Autotune", "",
-              "Before the full preprocess, a short trial at the full target resolution (the largest bucket) checks "
-              "that training and a validation pass fit in memory, then a few variants of the memory/speed knobs "
-              "are measured and the fastest that fits is kept. Loss is not a success criterion.", ""]
+    lines += _autotune_lines(ctx, autotune)
     lines += ["## Monitoring", "",
               "- W&B: " + ("credentials resolve; logging can be enabled" if probe["host"].get("wandb_credentials")
                            else "not logged in — run `wandb login` to enable it"),
@@ -221,12 +251,35 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
                   for f in missing] + [""]
     lines += ["## Cost / Time", "",
               f"- {recipe.steps} optimizer steps per stage x {len(recipe.stages)} stage(s)",
-              "- Training duration: TBD until the sanity check measures step time; then measured step time x steps",
+              "- Training duration: TBD until " + ("the sanity check measures step time" if autotune.runs
+                                                   else "training measures its step time (no sanity trial runs)")
+              + "; then measured step time x steps",
               "- Free disk at the workspace: see the probe findings in `ltx-pipeline status`", ""]
     approve = f"ltx-pipeline approve --workspace {ctx.workspace} --run {ctx.run_name}"
     lines += ["## Approve to proceed", "", "Nothing heavy (preprocessing, autotune, training) runs before approval.",
               "", "```", approve, f"ltx-pipeline resume --workspace {ctx.workspace} --run {ctx.run_name}", "```", ""]
     return "\n".join(lines)
+
+
+def _autotune_lines(ctx: RunContext, autotune: AutotunePlan) -> list[str]:
+    """Whether the sanity trial and the sweep run (``ltx.autotune.availability``), and what that means."""
+    lines = ["## Sanity Check + Autotune", ""]
+    if autotune.runs:
+        return [*lines, "Before the full preprocess, a short trial at the full target resolution (the largest bucket) "
+                "checks that training and a validation pass fit in memory, then a few variants of the memory/speed "
+                "knobs are measured and the fastest that fits is kept. Loss is not a success criterion.", "",
+                f"- Autotune: {autotune.reason}", ""]
+    target = f"--workspace {ctx.workspace} --run {ctx.run_name}"
+    if autotune.blocker:
+        return [*lines, f"- Autotune: **{autotune.reason}**",
+                "- This blocks approval. Next step: `ltx-pipeline run " + target + " --autotune off` (or "
+                "`autotune: off` in run.yaml, then `ltx-pipeline resume " + target + "`) trains with the baseline "
+                "config in the Training Config table as is; or run on the training machine without `--assume-gpu`, "
+                "so that its GPUs are probed and autotune can measure them", ""]
+    return [*lines, f"- Autotune: **{autotune.reason}**",
+            "- Nothing checks before training that this config fits in GPU memory or how fast it steps: the "
+            "training's own log, `ltx-pipeline status` and run-summary.md report both. To sweep for the fastest "
+            f"config that fits: `ltx-pipeline run {target} --autotune on`", ""]
 
 
 def _slurm_lines(ctx: RunContext, recipe: Recipe) -> list[str]:

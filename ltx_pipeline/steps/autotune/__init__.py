@@ -2,12 +2,12 @@
 
 ``study`` keeps the sweep in an Optuna study (open, ask, tell, orphans); ``run_trial`` launches and
 measures one short trial (``trial_settings``, ``write_trial_config``); ``write_reports`` writes
-autotune.log/.md/.png and ``trial_line`` formats one trial. Inside: ``_trial`` and ``_report``;
-nothing outside this package imports them.
+autotune.log/.md/.png (``write_off_reports``: the log and Markdown of autotune off) and ``trial_line``
+formats one trial. Inside: ``_trial`` and ``_report``; nothing outside this package imports them.
 """
 
 from ltx_pipeline.steps.autotune import study
-from ltx_pipeline.steps.autotune._report import trial_line, write_reports
+from ltx_pipeline.steps.autotune._report import trial_line, write_off_reports, write_reports
 from ltx_pipeline.steps.autotune._trial import (
     MemoryFigure,
     TrialOutcome,
@@ -18,4 +18,4 @@ from ltx_pipeline.steps.autotune._trial import (
 )
 
 __all__ = ["MemoryFigure", "TrialOutcome", "TrialSettings", "run_trial", "study", "trial_line", "trial_settings",
-           "write_reports", "write_trial_config"]
+           "write_off_reports", "write_reports", "write_trial_config"]

@@ -9,7 +9,7 @@ Every memory figure is shown with its source (``peak_source``, ``validation_peak
 record when it carries them, else from the ``memory.json`` the trial wrote beside its log). A
 figure nobody measured reads "not measured", never 0.0; a run whose memory was not measured at all
 (the reference backend without ``--reference-memory-scale``) says that its winner was chosen on
-step time only.
+step time only. With autotune off, the same two files say so and name the baseline trained as is.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from typing import Any
 from ltx_pipeline.ltx.autotune import format_knobs
 from ltx_pipeline.workspace import atomic_write
 
-__all__ = ["format_gb", "memory_of", "render_log", "render_markdown", "trial_line", "write_reports"]
+__all__ = ["format_gb", "memory_of", "render_log", "render_markdown", "render_off_markdown", "trial_line",
+           "write_off_reports", "write_reports"]
 
 NOT_MEASURED = "not measured"
 MEMORY_FILE = "memory.json"  # written by ``_trial`` beside each trial's log
@@ -246,4 +247,37 @@ def write_reports(root: Path, workspace: Path, outputs: dict[str, Any], *,
     atomic_write(paths["log"], log, root=workspace)
     atomic_write(paths["markdown"], render_markdown(outputs, failure=failure), root=workspace)
     atomic_write(paths["plot"], _plot(outputs), root=workspace)
+    return {k: str(v) for k, v in paths.items()}
+
+
+def render_off_markdown(baseline: dict[str, Any], *, reason: str, turn_on: str, plot_removed: bool = False) -> str:
+    """autotune.md when autotune is off: why (``reason``), the baseline knobs trained as is, how to turn it on."""
+    rows = "".join(f"| {key} | {_yaml_word(value)} |\n" for key, value in baseline.items())
+    removed = ("\nThe plot of an earlier sweep of this run (`autotune.png`) was removed: it no longer describes "
+               "this run. Its trials stay in the Optuna study.\n" if plot_removed else "")
+    return (f"# Autotune\n\nAutotune is **off** {reason}. No trial ran and nothing was patched: the plan's baseline "
+            "config (plan.md, Training Config) is trained as is:\n\n| knob | value |\n|---|---|\n"
+            f"{rows}\nNothing measured before training whether this config fits in GPU memory or how fast it steps: "
+            "the training's own log and `outputs/run-summary.md` report its step time and peak VRAM.\n\n"
+            f"To sweep for the fastest config that fits: `{turn_on}`.\n{removed}")
+
+
+def _yaml_word(value: Any) -> str:
+    """A knob's value as the trainer's YAML spells it (null, true, false)."""
+    if value is None:
+        return "null"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def write_off_reports(root: Path, workspace: Path, baseline: dict[str, Any], *, reason: str,
+                      turn_on: str) -> dict[str, str]:
+    """Write autotune.log and autotune.md for autotune off (an earlier sweep's autotune.png is removed)."""
+    paths = {"log": root / "autotune.log", "markdown": root / "autotune.md"}
+    plot = root / "autotune.png"
+    removed = plot.is_file()
+    plot.unlink(missing_ok=True)
+    atomic_write(paths["log"], f"autotune off {reason}; no trial ran: the plan's baseline {format_knobs(baseline)} is "
+                 "trained as is\n", root=workspace)
+    atomic_write(paths["markdown"], render_off_markdown(baseline, reason=reason, turn_on=turn_on,
+                                                        plot_removed=removed), root=workspace)
     return {k: str(v) for k, v in paths.items()}
