@@ -5,9 +5,11 @@ else the mirror). Paths are checked strictly, except the preprocessed-data folde
 and train will create: that part is re-validated strictly right before each launch. Then the rules
 the trainer only meets at runtime (or never): geometry, modalities, buckets vs batch size, zero
 batches, the keep_last_n bug, checkpoints without state, quantization in full mode, small
-/dev/shm. Rules with one safe fix are patched through the config-patch mechanism and recorded;
-anything else stops the run with every finding and its fix. The launch command is built and
-stored here; nothing is launched.
+/dev/shm; on the ltx backend also what the real trainer needs of the model files (the Gemma text
+encoder matching the checkpoint's generation, the Gemma folder's files, 8-bit Gemma only with CUDA,
+``validation.stg_blocks`` within the checkpoint's blocks). Rules with one safe fix are patched
+through the config-patch mechanism and recorded; anything else stops the run with every finding
+and its fix. The launch command is built and stored here; nothing is launched.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ltx_pipeline.errors import BadConfig
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.launch_checks import fixes_for
 from ltx_pipeline.ltx.launch_plan import distributed_mode, launch_shape
+from ltx_pipeline.ltx.model_files import model_file_fixes
 from ltx_pipeline.steps.nodes import node_launch_printable, rank_zero
 from ltx_pipeline.steps.resume import refuse_incompatible_checkpoints
 from ltx_pipeline.steps.validation import (
@@ -126,7 +129,9 @@ def _warm_start_pending(config: Path, stage: dict[str, Any]) -> bool:
 
 def _apply_safe_fixes(ctx: RunContext, config: Path, target: LaunchTarget,
                       stage: dict[str, Any]) -> list[dict[str, Any]]:
-    fixes = fixes_for(runtime_checks(config, target, warm_start_pending=_warm_start_pending(config, stage)))
+    checks = runtime_checks(config, target, warm_start_pending=_warm_start_pending(config, stage),
+                            model_files=ctx.backend.name == "ltx")
+    fixes = fixes_for(checks) + model_file_fixes(checks)
     if not fixes:
         return []
     text, records = apply_patches(config.read_text(encoding="utf-8"),

@@ -3,7 +3,9 @@
 Owns ``validate_stage``: the trainer's schema (through the backend, which names its validator) plus
 the rules the trainer only meets at runtime (``ltx.launch_checks``: geometry, buckets vs batch, zero
 batches, the keep_last_n bug, ...) for the launch that will really be made (its process count, the
-dataset's sample count, the stage's buckets). It returns a ``ValidatedConfig``, the digest of the
+dataset's sample count, the stage's buckets), and on the ``ltx`` backend the rules the real trainer
+meets only when it loads the models (``ltx.model_files``), judged from the checkpoint's safetensors
+header and the text encoder's own files, read here. It returns a ``ValidatedConfig``, the digest of the
 exact bytes that passed; ``RunJournal.launch`` refuses a trainer launch without one, or with one
 whose file has changed since. The validate phase, autotune's trials and every train launch (after
 autotune's winner, ``--apply-fix`` or resume's ``load_checkpoint`` patched the config) call it, so
@@ -12,6 +14,8 @@ the config that is launched is always the config that was last validated.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +25,18 @@ from ltx_pipeline.errors import BadConfig
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.data_check import Check
 from ltx_pipeline.ltx.launch_checks import launch_checks
+from ltx_pipeline.ltx.model_files import (
+    checkpoint_metadata,
+    gemma_folder_checks,
+    gemma_pairing_checks,
+    is_ltx_checkpoint,
+    packed_gemma_config,
+    packed_text_encoder_checks,
+    stg_blocks_checks,
+    text_encoder_8bit_checks,
+)
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, format_findings
+from ltx_pipeline.probing.models import safetensors_header
 from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["LaunchTarget", "StageValidation", "launch_target", "runtime_checks", "validate_stage"]
@@ -37,6 +52,7 @@ class LaunchTarget:
     dataset_samples: int | None
     shm_bytes: int | None = None
     data_root: Path | None = None  # the preprocessed data the config reads, when known
+    no_cuda: str | None = None  # why the trainer will find no CUDA GPU here; None: it will, or unknown
 
 
 def launch_target(probe: dict[str, Any], data_check: dict[str, Any], stage: dict[str, Any],
@@ -45,7 +61,17 @@ def launch_target(probe: dict[str, Any], data_check: dict[str, Any], stage: dict
     return LaunchTarget(stage=int(stage["index"]), buckets=stage["buckets"], processes=processes,
                         dataset_samples=data_check["samples"] or None,
                         shm_bytes=probe["host"].get("shm_total_bytes"),
-                        data_root=Path(stage["preprocessed_root"]))
+                        data_root=Path(stage["preprocessed_root"]), no_cuda=_no_cuda(probe))
+
+
+def _no_cuda(probe: dict[str, Any]) -> str | None:
+    """Why the trainer will find no CUDA GPU here, from the probe: GPUs nvidia-smi measured mean CUDA; a GPU
+    assumed with ``--assume-gpu`` was planned for, not found here (8-bit off then only costs memory)."""
+    if not probe.get("assumed_gpu"):
+        return None
+    gpus = str(probe.get("gpu_summary") or "").removesuffix(" (assumed)")
+    return (f"the GPU was only assumed with --assume-gpu ({gpus}), not measured by nvidia-smi, so no CUDA GPU is "
+            "known on this machine")
 
 
 @dataclass
@@ -69,16 +95,22 @@ class StageValidation:
                         errors=[(p, p) for p in self.problems])
 
 
-def runtime_checks(config: Path, target: LaunchTarget, *, warm_start_pending: bool = False) -> list[Check]:
-    """The launch rules for this config and launch target (``ltx.launch_checks``)."""
+def runtime_checks(config: Path, target: LaunchTarget, *, warm_start_pending: bool = False,
+                   model_files: bool = False) -> list[Check]:
+    """The launch rules for this config and launch target (``ltx.launch_checks``).
+
+    ``model_files`` adds the real trainer's model-file rules (``ltx.model_files``): only the ``ltx``
+    backend's configs point at real LTX checkpoints and Gemma text encoders.
+    """
     values = load_yaml(config.read_text(encoding="utf-8")) or {}
     if warm_start_pending:
         # A chained stage warm-starts from weights the previous stage has not written yet; they are
         # checked right before that stage launches.
         values = {**values, "model": {**values.get("model", {}), "load_checkpoint": None}}
-    return launch_checks(values, num_processes=target.processes, dataset_samples=target.dataset_samples,
-                         buckets=list(parse_buckets(target.buckets)), shm_bytes=target.shm_bytes,
-                         cwd=config.parent)
+    checks = launch_checks(values, num_processes=target.processes, dataset_samples=target.dataset_samples,
+                           buckets=list(parse_buckets(target.buckets)), shm_bytes=target.shm_bytes,
+                           cwd=config.parent)
+    return checks + (_model_file_checks(values, config.parent, target.no_cuda) if model_files else [])
 
 
 def validate_stage(backend: Any, config: Path, target: LaunchTarget, *, strict: bool,
@@ -109,7 +141,7 @@ def validate_stage(backend: Any, config: Path, target: LaunchTarget, *, strict: 
         if not strict and backend.name != "simulated":
             findings += _model_files_missing(config)
         validator = backend.validator(relaxed_paths=relaxed)
-    checks = runtime_checks(config, target, warm_start_pending=warm_start_pending)
+    checks = runtime_checks(config, target, warm_start_pending=warm_start_pending, model_files=backend.name == "ltx")
     result = StageValidation(config=config, validator=validator, checks=checks)
     result.problems = format_findings(findings) + [c.line() for c in checks if c.severity == "error"]
     result.warnings = [c for c in checks if c.severity == "warning"]
@@ -124,3 +156,72 @@ def _model_files_missing(config: Path) -> list[ConfigFinding]:
     return [ConfigFinding(path=f"model.{key}", message=f"{model.get(key)} does not exist", code="path_missing")
             for key in ("model_path", "text_encoder_path")
             if not model.get(key) or not Path(model[key]).exists()]
+
+
+_JSON_LIMIT = 4 * 2**20
+_MAX_LISTED = 20_000  # a Gemma folder holds a few dozen files; a wrong path may be a whole disk
+
+
+def _model_file_checks(values: dict[str, Any], base: Path, no_cuda: str | None) -> list[Check]:
+    """Read what the model-file rules judge: the checkpoint's header, the text encoder's files."""
+    model = values.get("model")
+    model = model if isinstance(model, dict) else {}
+    checks = text_encoder_8bit_checks(values, no_cuda)
+    checkpoint, encoder = _resolve(model.get("model_path"), base), _resolve(model.get("text_encoder_path"), base)
+    gemma_config: dict[str, Any] | None = None
+    if encoder is not None and encoder.is_dir():
+        files = _listing(encoder)
+        gemma_config = _read_json(_first(encoder, files, "config.json"))
+        checks += gemma_folder_checks(files, gemma_config, _read_json(_first(encoder, files, "processor_config.json")),
+                                      folder=str(encoder))
+    elif encoder is not None and encoder.is_file() and encoder.suffix == ".safetensors":
+        header, _why = safetensors_header(encoder)
+        if header is not None:  # an unreadable file is the schema validator's finding
+            raw = header.get("__metadata__") or {}
+            checks += packed_text_encoder_checks([k for k in header if k != "__metadata__"], raw, path=str(encoder))
+            gemma_config = packed_gemma_config(raw)
+    header, _why = safetensors_header(checkpoint) if checkpoint is not None and checkpoint.is_file() else (None, None)
+    metadata = checkpoint_metadata(header.get("__metadata__") or {}) if header is not None else {}
+    if is_ltx_checkpoint(metadata):  # anything else is not an LTX checkpoint these rules know
+        if gemma_config is not None:
+            checks += gemma_pairing_checks(metadata, gemma_config, checkpoint=str(checkpoint),
+                                           text_encoder=str(encoder))
+        checks += stg_blocks_checks(values, metadata, checkpoint=str(checkpoint))
+    return checks
+
+
+def _resolve(value: Any, base: Path) -> Path | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    path = Path(value.strip()).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def _listing(folder: Path) -> list[str]:
+    """Every file below ``folder``, relative and sorted, as the trainer's ``rglob`` finds them."""
+    files: list[str] = []
+    for root, _dirs, names in os.walk(folder):
+        files += [Path(root, name).relative_to(folder).as_posix() for name in names]
+        if len(files) > _MAX_LISTED:
+            break
+    return sorted(files)
+
+
+def _first(folder: Path, files: list[str], name: str) -> Path | None:
+    """The file the trainer reads for ``name``: ``config.json`` by ``rglob`` (this folder's first), a
+    sidecar such as ``processor_config.json`` the first in sorted path order."""
+    found = [f for f in files if Path(f).name == name]
+    if not found:
+        return None
+    key = (lambda f: (f.count("/") > 0, Path(f).parts)) if name == "config.json" else (lambda f: Path(f).parts)
+    return folder / min(found, key=key)
+
+
+def _read_json(path: Path | None) -> dict[str, Any] | None:
+    try:
+        if path is None or path.stat().st_size > _JSON_LIMIT:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

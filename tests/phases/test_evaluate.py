@@ -33,7 +33,7 @@ from ltx_pipeline.ltx.media import BadMedia, read_frames
 from ltx_pipeline.steps.evaluation import EvalJob, EvalRenderer
 from ltx_pipeline.steps.validation import LaunchTarget
 from ltx_pipeline.store import Store
-from tests.conftest import FAKE_UV, H100_SMI, REPO, make_tree, safetensors_bytes
+from tests.conftest import FAKE_UV, GEMMA_FOLDER, H100_SMI, REPO, make_tree, safetensors_bytes
 from tests.phases.test_prepare import clip_folder
 from tests.phases.train_helpers import clips, simulated_args, store_of, training_registered  # noqa: F401
 
@@ -126,7 +126,8 @@ def _eval_job(tmp_path: Path, template: Path, *, dims: list[int], knobs: dict | 
     weights = run / "outputs" / "checkpoints" / "lora_weights_step_00010.safetensors"
     weights.parent.mkdir(parents=True)
     weights.write_bytes(safetensors_bytes())
-    patches = [Patch("model.model_path", str(model), "t"), Patch("model.text_encoder_path", str(model), "t"),
+    gemma = make_tree(run / "models" / "gemma", GEMMA_FOLDER)
+    patches = [Patch("model.model_path", str(model), "t"), Patch("model.text_encoder_path", str(gemma), "t"),
                Patch("data.preprocessed_data_root", str(data), "t"), Patch("output_dir", str(run / "outputs"), "t"),
                Patch("optimization.steps", 10, "t"), Patch("validation.video_dims", dims, "t")]
     patches += [Patch(k, v, "t") for k, v in (knobs or {}).items()]
