@@ -8,6 +8,7 @@ supported way to change a run, and the next ``resume`` re-reads it.
 from __future__ import annotations
 
 import io
+import os
 import re
 from datetime import datetime
 from pathlib import Path
@@ -60,6 +61,11 @@ class RunRequest(BaseModel):
     validation_interval: int | None = Field(default=None, ge=1)
     trigger: str | None = None
     trainer_root: str | None = None
+    # The interpreter of an environment where ltx-trainer is installed (a venv or conda env): the trainer's
+    # scripts start with it instead of `uv run`, and uv is then no prerequisite.
+    trainer_python: str | None = None
+    # off: train with the plan's baseline config as is, no sweep (said in plan.md and autotune.md).
+    autotune: Literal["on", "off"] = "on"
     model_path: str | None = None
     text_encoder_path: str | None = None
     backend: str = "ltx"
@@ -101,7 +107,8 @@ class RunRequest(BaseModel):
             raise ValueError(f"unknown backend {value!r}; available: {', '.join(BACKENDS)}")
         return value
 
-    @field_validator("model_path", "text_encoder_path", "trainer_root", "dataset", "surface", "holdout_file")
+    @field_validator("model_path", "text_encoder_path", "trainer_root", "trainer_python", "dataset", "surface",
+                     "holdout_file")
     @classmethod
     def _local_path(cls, value: str | None) -> str | None:
         if value is not None and _URL.match(value.strip()):
@@ -315,6 +322,8 @@ def _fix_hint(field: str) -> str:
         "nodes": "give how many machines train together (1 or more)",
         "main_port": "give a free TCP port on the rank-0 machine (default 29500)",
         "slurm_args": "give each #SBATCH option as --name=value, e.g. --slurm-arg=--partition=gpu",
+        "autotune": "choose on (sweep for the fastest config that fits) or off (the plan's baseline config)",
+        "trainer_python": "give the python of an environment with ltx-trainer installed, e.g. /path/venv/bin/python",
     }
     return hints.get(field, "correct the value and try again")
 
@@ -371,11 +380,14 @@ def read_request_file(path: Path) -> dict[str, Any]:
     for key in _PATH_FIELDS:
         value = data.get(key)
         if isinstance(value, str) and value and not _URL.match(value) and not Path(value).expanduser().is_absolute():
-            data[key] = str((path.parent / value).resolve())
+            joined = path.parent / value
+            # A venv's python is a symlink to the base interpreter: resolving it would leave the venv.
+            data[key] = os.path.normpath(joined.absolute()) if key == "trainer_python" else str(joined.resolve())
     return data
 
 
-_PATH_FIELDS = ("dataset", "trainer_root", "model_path", "text_encoder_path", "nvidia_smi", "surface", "holdout_file")
+_PATH_FIELDS = ("dataset", "trainer_root", "trainer_python", "model_path", "text_encoder_path", "nvidia_smi", "surface",
+                "holdout_file")
 
 
 def describe_mode(name: str) -> str:

@@ -23,13 +23,15 @@ from ltx_pipeline.probing.dataset import classify_dataset, media_rows, read_clip
 from ltx_pipeline.probing.gpus import GpuProbe, assumed_probe, describe_gpus, probe_gpus
 from ltx_pipeline.probing.host import probe_host
 from ltx_pipeline.probing.models import check_model_path, check_trainer_root, default_model_dirs, find_model_files
+from ltx_pipeline.probing.trainer_python import check_trainer_python
+from ltx_pipeline.steps.smoke.finding import smoke_finding, smoke_record_file
 
 __all__ = ["PHASE"]
 
 # Environment that changes what the probe finds (never secrets; W&B is reduced to a boolean).
 _ENV_INPUTS = ("CUDA_VISIBLE_DEVICES", "LTX_PIPELINE_NVIDIA_SMI", "LTX2_ROOT", "LTX_MODELS_DIR")
 _REQUEST_INPUTS = ("dataset", "mode", "backend", "surface", "assume_gpu", "nvidia_smi", "accept_risk",
-                   "trainer_root", "model_path", "text_encoder_path", "captioner", "vllm_url")
+                   "trainer_root", "trainer_python", "model_path", "text_encoder_path", "captioner", "vllm_url")
 
 
 class ProbePhase:
@@ -47,6 +49,7 @@ class ProbePhase:
             # The hardware itself: a swapped or re-partitioned GPU must re-plan (cheap: one nvidia-smi call).
             "gpus": None if _gpus_not_probed(ctx) else digest(to_plain(probe_gpus(request.nvidia_smi).gpus)),
             **({"model files": _model_files_digest(request)} if request.backend == "ltx" else {}),
+            **({"smoke test": _smoke_digest(ctx)} if request.backend == "ltx" else {}),
         }
 
     def run(self, ctx: RunContext) -> PhaseResult:
@@ -67,7 +70,8 @@ class ProbePhase:
 
         dataset = classify_dataset(Path(request.dataset))
         host = probe_host(ctx.workspace)
-        findings = [gpu_probe.to_finding().to_dict(), *(f.to_dict() for f in host.to_findings())]
+        uses_uv = request.backend == "ltx" and not request.trainer_python
+        findings = [gpu_probe.to_finding().to_dict(), *(f.to_dict() for f in host.to_findings(uses_uv=uses_uv))]
         findings.append(dataset.to_finding().to_dict())
         dataset_record = to_plain(dataset)
         if needs_captions(dataset_record):
@@ -78,8 +82,15 @@ class ProbePhase:
         if request.backend == "ltx":  # the toy and simulated backends need no model files or checkout
             models = _models(request, findings)
             trainer_check = check_trainer_root(Path(request.trainer_root) if request.trainer_root else None)
-            findings.append(trainer_check.to_finding().to_dict())
+            findings.append(trainer_check.to_finding(needs_sync=not request.trainer_python).to_dict())
             trainer = to_plain(trainer_check)
+            if request.trainer_python:
+                python_check = check_trainer_python(Path(request.trainer_python), trainer_check)
+                findings.append(python_check.to_finding().to_dict())
+                trainer["python"] = python_check.to_dict()
+            smoke = smoke_finding(ctx.backend, ctx.workspace, request.mode)
+            if smoke is not None:
+                findings.append(smoke.to_dict())
         outputs = {
             "gpus": to_plain(gpu_probe),
             "gpu_count": len(gpu_probe.gpus),
@@ -101,6 +112,12 @@ class ProbePhase:
         dataset = outputs["dataset"]
         return (f"{outputs['gpu_summary']} -> {outputs['tier']['name']}; dataset: {dataset['kind']}; "
                 f"{missing} prerequisite(s) missing")
+
+
+def _smoke_digest(ctx: RunContext) -> str | None:
+    """The smoke record of this checkout + environment (a smoke test run since re-probes and lifts its blocker)."""
+    record = smoke_record_file(ctx.backend, ctx.workspace, ctx.request.mode)
+    return file_digest(record) if record is not None and record.is_file() else None
 
 
 def _gpus_not_probed(ctx: RunContext) -> bool:

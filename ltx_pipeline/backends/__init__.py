@@ -24,7 +24,8 @@ BACKEND_NAMES = ("ltx", "reference", "simulated")
 
 
 def make_backend(name: str, *, trainer_root: str | None = None, surface: str | None = None,
-                 assume_gpu: str | None = None, memory_scale: float | None = None) -> TrainerBackend:
+                 assume_gpu: str | None = None, memory_scale: float | None = None,
+                 trainer_python: str | None = None) -> TrainerBackend:
     """Build the backend a run asked for.
 
     Raises:
@@ -34,7 +35,7 @@ def make_backend(name: str, *, trainer_root: str | None = None, surface: str | N
         from ltx_pipeline.backends.ltx import LtxBackend
 
         root = trainer_root or os.environ.get("LTX2_ROOT")
-        return LtxBackend(Path(root) if root else None)
+        return LtxBackend(Path(root) if root else None, python=trainer_python)
     if name == "reference":
         from ltx_pipeline.backends.reference import ReferenceBackend
 

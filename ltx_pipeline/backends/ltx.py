@@ -1,9 +1,11 @@
-"""Backend ``ltx``: the official trainer in the user's LTX-2 checkout, driven through ``uv``.
+"""Backend ``ltx``: the official trainer in the user's LTX-2 checkout, driven through ``uv`` or a given python.
 
 The checkout is read-only to the engine: templates are read from
-``packages/ltx-trainer/configs/`` and run configs always live in the workspace. Strict validation of
-a checkout runs the trainer's own ``LtxTrainerConfig`` inside the checkout's environment, through the
-same ``uv run --directory`` a launch uses, so a config that validates is one whose trainer imports.
+``packages/ltx-trainer/configs/`` and run configs always live in the workspace. The trainer's scripts
+start with ``uv run --directory <checkout>/packages/ltx-trainer`` (a ``uv sync``-ed checkout), or with
+``--trainer-python`` (the interpreter of a venv or conda env where ltx-trainer is installed; then uv is
+not needed). Strict validation runs the trainer's own ``LtxTrainerConfig`` in that same environment
+(``trainer_side/validate_config.py``), so a config that validates is one whose trainer imports.
 A checkout that is missing, not synced, or whose trainer does not import is a failed validation (a
 ``trainer checkout`` finding), never a silent fall-back to the mirror. The mirror validates only
 relaxed checks (placeholder paths) and runs with no checkout at all; ``validator()`` says which.
@@ -12,6 +14,7 @@ relaxed checks (placeholder paths) and runs with no checkout at all; ``validator
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -28,27 +31,13 @@ from ltx_pipeline.backends.launch import (
 )
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, load_trainer_config_file, validate_trainer_config
+from ltx_pipeline.probing.gpus import cuda_present
 from ltx_pipeline.probing.models import check_trainer_root
+from ltx_pipeline.probing.trainer_python import TRAINER_SIDE
 
 __all__ = ["LtxBackend"]
 
 TRAINER_DIR = Path("packages") / "ltx-trainer"
-# Run inside the trainer's environment: build its config class from the YAML and print the errors as
-# JSON. Written for this project; it only uses the trainer's public config class.
-_VALIDATOR = """
-import json, sys
-from ltx_pipeline.yaml_io import load_yaml
-from pydantic import ValidationError
-from ltx_trainer.config import LtxTrainerConfig
-with open(sys.argv[1], encoding="utf-8") as handle:
-    data = load_yaml(handle)
-try:
-    LtxTrainerConfig(**data)
-    errors = []
-except ValidationError as exc:
-    errors = [{"loc": ".".join(str(p) for p in e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
-print("LTX_PIPELINE_VALIDATION " + json.dumps(errors))
-"""
 _MARK = "LTX_PIPELINE_VALIDATION "
 _TIMEOUT_S = 300
 _CLONE = "https://github.com/Lightricks/LTX-2"
@@ -61,11 +50,18 @@ class LtxBackend:
     """The official ltx-trainer."""
 
     name = "ltx"
-    heavy_prerequisites = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout", "Operating system")
+    heavy_prerequisites: tuple[str, ...] = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout",
+                                            "Operating system", "Smoke test")
 
-    def __init__(self, root: Path | None, uv: str | None = None) -> None:
+    def __init__(self, root: Path | None, uv: str | None = None, python: str | Path | None = None) -> None:
         self._root = root.expanduser().resolve() if root is not None else None
         self.uv = uv or shutil.which("uv") or "uv"
+        # Never resolved: a venv's python is a symlink to the base interpreter, and only the link's
+        # path makes Python pick up the venv.
+        self.python = Path(python).expanduser().absolute() if python else None
+        if self.python is not None:
+            self.heavy_prerequisites = tuple(p for p in type(self).heavy_prerequisites if p != "uv") + (
+                "Trainer python",)
 
     @property
     def root(self) -> Path:
@@ -116,27 +112,43 @@ class LtxBackend:
         """`uv run --directory <trainer package>` then ``args``: how every trainer script is started (argv list)."""
         return [self.uv, "run", "--directory", str(self.trainer_dir), *args]
 
+    def trainer_run(self, *args: str) -> list[str]:
+        """How a trainer command starts: ``python ...`` or ``accelerate launch ...`` as written, through
+        ``uv run`` in the checkout, or with ``--trainer-python`` (the working directory is the trainer package).
+        """
+        if self.python is None:
+            return self.uv_run(*args)
+        if args[0] == "python":
+            return [str(self.python), *args[1:]]
+        if args[:2] == ("accelerate", "launch"):  # the env's own accelerate, whatever its bin/ holds
+            return [str(self.python), "-m", "accelerate.commands.launch", *args[2:]]
+        raise ValueError(f"no way to start {args[0]!r} with --trainer-python")
+
     def train_command(self, config_path: Path, *, num_processes: int = 1, distributed: Distributed = "none",
                       nodes: Nodes | None = None) -> LaunchSpec:
         check_processes(num_processes, distributed, nodes)
         config = str(config_path.resolve())  # `uv run --directory` changes the working directory
         if distributed == "none":
-            argv = self.uv_run("python", "scripts/train.py", config, "--disable-progress-bars")
+            argv = self.trainer_run("python", "scripts/train.py", config, "--disable-progress-bars")
         else:
             # The trainer's preset (DDP for LoRA, FSDP for full) on every machine; the machine flags
             # on the command line override its single-machine values.
             preset = self.accelerate_config(distributed)
-            argv = self.uv_run("accelerate", *accelerate_args(num_processes, str(preset), nodes=nodes),
-                               "scripts/train.py", config, "--disable-progress-bars")
+            argv = self.trainer_run("accelerate", *accelerate_args(num_processes, str(preset), nodes=nodes,
+                                                                   cpu=not cuda_present()),
+                                    "scripts/train.py", config, "--disable-progress-bars")
         return LaunchSpec(tuple(argv), self.trainer_dir, dict(LOG_ENV))
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
                            text_encoder_path: str, trigger: str | None = None,
                            extra_flags: Sequence[str] = ()) -> LaunchSpec:
-        argv = self.uv_run("python", "scripts/process_dataset.py",
-                            *preprocess_args(dataset, buckets, output_dir, model_path=model_path,
-                                             text_encoder_path=text_encoder_path, trigger=trigger,
-                                             extra_flags=extra_flags))
+        flags = list(extra_flags)
+        if "--device" not in flags and not cuda_present():
+            flags += ["--device", "cpu"]  # the script defaults to cuda (facts: CPU blocker 4)
+        argv = self.trainer_run("python", "scripts/process_dataset.py",
+                                *preprocess_args(dataset, buckets, output_dir, model_path=model_path,
+                                                 text_encoder_path=text_encoder_path, trigger=trigger,
+                                                 extra_flags=flags))
         return LaunchSpec(tuple(argv), self.trainer_dir, dict(LOG_ENV))
 
     def validator(self, *, relaxed_paths: bool = False) -> str:
@@ -164,15 +176,18 @@ class LtxBackend:
         unusable = self._environment_finding()
         if unusable is not None:
             return [unusable]
-        argv = self.uv_run("python", "-c", _VALIDATOR, str(config_path.resolve()))
+        argv = self.trainer_run("python", str(TRAINER_SIDE / "validate_config.py"), str(config_path.resolve()))
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT_S,  # noqa: S603
                                   cwd=self.trainer_dir, check=False)
         except subprocess.TimeoutExpired:
             return [self._finding(f"the trainer's config validator did not finish within {_TIMEOUT_S} s in "
-                                  f"{self.trainer_dir}; run `uv sync` at {self._root} and try again",
-                                  "trainer_validator_failed")]
+                                  f"{self.trainer_dir}; {self._repair} and try again", "trainer_validator_failed")]
         except OSError as exc:
+            if self.python is not None:
+                return [self._finding(f"--trainer-python {self.python} could not be run ({exc.strerror or exc}); "
+                                      "pass the python of the environment where ltx-trainer is installed",
+                                      "trainer_python_failed")]
             return [self._finding(f"{self.uv} could not be run ({exc.strerror or exc}); install uv "
                                   "(https://docs.astral.sh/uv/) and put it on PATH", "uv_not_found")]
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith(_MARK)), None)
@@ -182,13 +197,30 @@ class LtxBackend:
         output = (done.stderr + "\n" + done.stdout).strip().splitlines()
         imports = [m.group(0).strip() for ln in output if (m := _IMPORT_ERROR.match(ln))]
         if imports:
-            return [self._finding(f"the trainer does not import in its environment (`uv run --directory "
-                                  f"{self.trainer_dir}`), so it would not launch either: {imports[-1]}; run "
-                                  f"`uv sync` at {self._root} (a complete checkout has "
-                                  f"{TRAINER_DIR.as_posix()}/src/ltx_trainer)", "trainer_import_failed")]
+            return [self._finding(f"the trainer does not import in its environment ({self.environment_words}), "
+                                  f"so it would not launch either: {imports[-1]}; {self._repair}",
+                                  "trainer_import_failed")]
         tail = output[-1:] or ["no output"]
         return [self._finding(f"the trainer's config validator did not run (exit {done.returncode}): {tail[0]}; "
-                              f"run `uv sync` at {self._root}", "trainer_validator_failed")]
+                              f"{self._repair}", "trainer_validator_failed")]
+
+    @property
+    def environment_words(self) -> str:
+        """The trainer's environment, as a report names it."""
+        if self.python is not None:
+            return f"--trainer-python {self.python}"
+        return f"`uv run --directory {self.trainer_dir}`"
+
+    @property
+    def _repair(self) -> str:
+        if self.python is not None:
+            return (f"install ltx-trainer into that environment ({self.python} -m pip install -e "
+                    f"{self._root}/packages/ltx-core -e {self._root}/{TRAINER_DIR.as_posix()})")
+        return f"run `uv sync` at {self._root} (a complete checkout has {TRAINER_DIR.as_posix()}/src/ltx_trainer)"
+
+    def environment_problem(self) -> ConfigFinding | None:
+        """Why this checkout and environment cannot run the trainer at all (files only), or None."""
+        return self._environment_finding()
 
     def _environment_finding(self) -> ConfigFinding | None:
         """Why the checkout cannot run the trainer's validator (nor a launch), or None when it can."""
@@ -197,6 +229,12 @@ class LtxBackend:
             return self._finding(f"no LTX-2 trainer checkout at {self._root}: {problem}; pass the root of a "
                                  f"synced LTX-2 checkout ({_CLONE}) as --trainer-root or LTX2_ROOT",
                                  "trainer_checkout_missing")
+        if self.python is not None:
+            if not (self.python.is_file() and os.access(self.python, os.X_OK)):
+                return self._finding(f"--trainer-python {self.python} is not an executable file; pass the python of "
+                                     "the venv or conda env where ltx-trainer is installed (e.g. ENV/bin/python)",
+                                     "trainer_python_missing")
+            return None
         lacking = [name for name, present in (("uv.lock", (self.root / "uv.lock").is_file()),
                                               (".venv", (self.root / ".venv").is_dir())) if not present]
         if lacking:

@@ -85,7 +85,8 @@ def _context(ws: Any, store: Any, run: Any, assume_gpu: str | None, nvidia_smi: 
 
     paths = ws.run(run.name)
     request = load_request(paths.request_file)
-    backend = make_backend(request.backend, trainer_root=request.trainer_root, surface=request.surface,
+    backend = make_backend(request.backend, trainer_root=request.trainer_root,
+                           trainer_python=request.trainer_python, surface=request.surface,
                            assume_gpu=request.assume_gpu, memory_scale=request.reference_memory_scale)
     upstream = {name: row.outputs for name, row in store.latest_phase_runs(run.id).items()
                 if row.status == "succeeded" and row.outputs is not None}

@@ -24,17 +24,20 @@ if TYPE_CHECKING:
 
 # The backend and the trainer-config models are imported when a command runs, not when the CLI starts.
 
-__all__ = ["command", "validate"]
+__all__ = ["TrainerPythonOpt", "TrainerRootOpt", "command", "ltx_backend", "validate"]
 
 TrainerRootOpt = Annotated[Path | None, typer.Option("--trainer-root", help="LTX-2 checkout (default $LTX2_ROOT); "
                                                      "its synced environment validates with the trainer itself.")]
 
+TrainerPythonOpt = Annotated[Path | None, typer.Option("--trainer-python", help="Python of an environment where "
+                                                       "ltx-trainer is installed (instead of the checkout's uv).")]
 
-def _backend(trainer_root: Path | None) -> LtxBackend:
+
+def ltx_backend(trainer_root: Path | None, trainer_python: Path | None = None) -> LtxBackend:
     from ltx_pipeline.backends.ltx import LtxBackend
 
     root = trainer_root or (Path(os.environ["LTX2_ROOT"]) if os.environ.get("LTX2_ROOT") else None)
-    return LtxBackend(root)
+    return LtxBackend(root, python=trainer_python)
 
 
 def validate(config: Annotated[Path, typer.Argument(help="A trainer config YAML.")],
@@ -42,13 +45,14 @@ def validate(config: Annotated[Path, typer.Argument(help="A trainer config YAML.
                                                          "(never accepted for a launch).")] = False,
              num_processes: Annotated[int, typer.Option(help="Processes the launch will use.")] = 1,
              trainer_root: TrainerRootOpt = None,
+             trainer_python: TrainerPythonOpt = None,
              as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
     """Check a trainer config: exit 0 when it may launch, 2 with every finding and its fix when not."""
     from ltx_pipeline.ltx.launch_checks import launch_checks
     from ltx_pipeline.ltx.trainer_config import format_findings, load_trainer_config_file
 
     data = load_trainer_config_file(config)
-    backend = _backend(trainer_root)
+    backend = ltx_backend(trainer_root, trainer_python)
     findings = backend.validate(config, relaxed_paths=relaxed_paths)
     validator = backend.validator(relaxed_paths=relaxed_paths)
     checks = [] if findings else launch_checks(data, num_processes=num_processes, cwd=config.resolve().parent)
@@ -77,6 +81,7 @@ def command(config: Annotated[Path, typer.Argument(help="A trainer config YAML."
             distributed: Annotated[str, typer.Option(help="none, ddp, ddp-compile, fsdp or fsdp-compile.")] = "none",
             num_processes: Annotated[int, typer.Option(help="Processes (GPUs) for accelerate.")] = 1,
             trainer_root: TrainerRootOpt = None,
+            trainer_python: TrainerPythonOpt = None,
             as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
     """Print the launch command for a trainer config (argv and a copy-pasteable line); never run it."""
     import yaml
@@ -96,7 +101,8 @@ def command(config: Annotated[Path, typer.Argument(help="A trainer config YAML."
         load_trainer_config_file(config)  # raises the one-line error with the line number
     # Refuses (BadInput, one line) a checkout that is missing or not an LTX-2 checkout: no command
     # is printed into a folder that is not there.
-    spec = _backend(trainer_root).train_command(config, num_processes=num_processes, distributed=distributed)
+    spec = ltx_backend(trainer_root, trainer_python).train_command(config, num_processes=num_processes,
+                                                                distributed=distributed)
     if as_json:
         out.print_json(json.dumps({**spec.to_record(), "executes_training": False}))
     else:

@@ -121,7 +121,8 @@ def drive_run(ws: Workspace, store: Store, run: Run, request: RunRequest, approv
         print_event(out if level in ("info", "result") else err, message, level, phase)
 
     store.update_request(run.id, request.model_dump(mode="json"))
-    backend = make_backend(request.backend, trainer_root=request.trainer_root, surface=request.surface,
+    backend = make_backend(request.backend, trainer_root=request.trainer_root,
+                           trainer_python=request.trainer_python, surface=request.surface,
                            assume_gpu=request.assume_gpu, memory_scale=request.reference_memory_scale)
     bar, counts = TrainingProgressBar(out), CountProgressBar()
     runner = Runner(store, ws, PHASES, backend=backend, on_event=on_event,

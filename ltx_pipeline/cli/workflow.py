@@ -41,6 +41,9 @@ def run(
     effective_batch: Annotated[int | None, typer.Option(help="Samples per optimizer step, all GPUs.")] = None,
     trigger: Annotated[str | None, typer.Option(help="Trigger word.")] = None,
     trainer_root: Annotated[Path | None, typer.Option(help="LTX-2 checkout (default $LTX2_ROOT).")] = None,
+    trainer_python: Annotated[Path | None, typer.Option(help="Python of an environment where ltx-trainer is "
+                                                        "installed (venv or conda): runs the trainer's scripts "
+                                                        "instead of `uv run`.")] = None,
     model_path: Annotated[str | None, typer.Option(help="Local LTX checkpoint .safetensors.")] = None,
     text_encoder_path: Annotated[str | None, typer.Option(help="Local Gemma text-encoder folder.")] = None,
     backend: Annotated[str | None, typer.Option(help="Trainer backend: ltx, reference or simulated.")] = None,
@@ -51,6 +54,8 @@ def run(
     fresh_preprocess: Annotated[bool | None, typer.Option(
         "--fresh-preprocess", help="Ignore an existing .precomputed; preprocess into the run's folder.")] = None,
     headroom: Annotated[float | None, typer.Option(help="Autotune VRAM headroom (default 0.05).")] = None,
+    autotune: Annotated[str | None, typer.Option(help="on: sweep for the fastest config that fits (default); "
+                                                 "off: train with the plan's baseline config as is.")] = None,
     processes: Annotated[int | None, typer.Option(help="Training processes per node (default: one per GPU).")] = None,
     nodes: Annotated[int | None, typer.Option(help="Machines training together (default 1); this one is rank 0, "
                                               "the others run `ltx-pipeline node-launch`.")] = None,
@@ -101,7 +106,10 @@ def run(
                                checkpoint_interval, validation_interval)
     options.update({k: v for k, v in {"captioner": captioner, "vllm_url": vllm_url, "holdout": holdout,
                                       "split_over_s": split_over, "min_scene_s": min_scene, "nodes": nodes,
-                                      "main_ip": main_ip, "main_port": main_port}.items() if v is not None})
+                                      "main_ip": main_ip, "main_port": main_port,
+                                      "autotune": autotune}.items() if v is not None})
+    if trainer_python is not None:
+        options["trainer_python"] = str(trainer_python.expanduser().absolute())
     if holdout_file is not None:
         options["holdout_file"] = str(existing_path(holdout_file, "--holdout-file"))
     options.update(_eval_options(eval_prompt, skip_eval))

@@ -13,11 +13,13 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.probing import Finding, to_plain
 
 __all__ = [
+    "cuda_present",
     "NVIDIA_SMI_ENV",
     "NVIDIA_SMI_QUERY",
     "Gpu",
@@ -122,6 +124,18 @@ class GpuProbe:
                            "set CUDA_DEVICE_ORDER=PCI_BUS_ID or list GPU UUIDs in CUDA_VISIBLE_DEVICES")
         drivers = sorted({gpu.driver for gpu in self.gpus})
         return Finding("GPUs", "ok", f"{detail}; driver {', '.join(drivers)}")
+
+
+def cuda_present(env: Mapping[str, str] | None = None) -> bool:
+    """Whether this machine can run CUDA work: an NVIDIA driver is loaded and CUDA_VISIBLE_DEVICES hides
+    not every GPU. File checks only (no torch, no nvidia-smi): it decides ``--device cpu`` for scripts
+    that default to cuda, and holds whatever GPU a plan merely assumed (``--assume-gpu``).
+    """
+    env = os.environ if env is None else env
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return False
+    return Path("/proc/driver/nvidia/version").is_file() or Path("/dev/nvidiactl").exists()
 
 
 def describe_gpus(gpus: tuple[Gpu, ...] | list[Gpu]) -> str:

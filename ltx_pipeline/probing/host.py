@@ -59,8 +59,8 @@ class HostInfo:
         """Plain JSON data."""
         return to_plain(self)
 
-    def to_findings(self) -> list[Finding]:
-        """Rows for the findings table: OS, disk, /dev/shm, RAM, uv, W&B."""
+    def to_findings(self, *, uses_uv: bool = True) -> list[Finding]:
+        """Rows for the findings table: OS, disk, /dev/shm, RAM, uv (only where the trainer runs through it), W&B."""
         disk = f"{_gib(self.disk_free_bytes)} free of {_gib(self.disk_total_bytes)} at {self.disk_path}"
         rows = [self._os_finding(), Finding("Disk", "ok", disk)]
         if self.shm_total_bytes is None:
@@ -76,8 +76,9 @@ class HostInfo:
                                 f"{_gib(self.shm_free_bytes or 0)} free of {_gib(self.shm_total_bytes)}"))
         rows.append(Finding("Host RAM", "ok",
                             f"{_gib(self.ram_available_bytes)} available of {_gib(self.ram_total_bytes)}"))
-        rows.append(Finding("uv", "ok", f"found at {self.uv_path}") if self.uv_path
-                    else Finding("uv", "missing", "uv is not on PATH", _UV_INSTALL))
+        if uses_uv:
+            rows.append(Finding("uv", "ok", f"found at {self.uv_path}") if self.uv_path
+                        else Finding("uv", "missing", "uv is not on PATH", _UV_INSTALL))
         rows.append(Finding("W&B", "ok", "credentials resolve") if self.wandb_credentials
                     else Finding("W&B", "warning", "not logged in; training will not log to W&B",
                                  "run `wandb login` (optional)"))

@@ -387,8 +387,12 @@ class TrainerCheck:
         """Plain JSON data, including ``synced`` and ``usable``."""
         return {**to_plain(self), "synced": self.synced, "usable": self.usable}
 
-    def to_finding(self) -> Finding:
-        """One row for the checkout, naming the first thing to fix."""
+    def to_finding(self, *, needs_sync: bool = True) -> Finding:
+        """One row for the checkout, naming the first thing to fix.
+
+        ``needs_sync`` is False when the trainer runs with ``--trainer-python``: the checkout then only
+        provides the scripts and configs, and its own ``uv`` environment is not used.
+        """
         item = "LTX-2 trainer checkout"
         if self.root is None:
             return Finding(item, "missing", "no --trainer-root given and LTX2_ROOT is not set", _CLONE)
@@ -405,7 +409,7 @@ class TrainerCheck:
             return Finding(item, "missing", f"{trainer} lacks {' and '.join(absent)}",
                            f"update the checkout with `git -C {self.root} pull`")
         commit = f" at {self.git_commit[:12]}" if self.git_commit else ""
-        if not self.synced:
+        if needs_sync and not self.synced:
             lacking = "uv.lock" if not self.has_uv_lock else ".venv"
             step = (f"run `uv sync` at {self.root}" if self.writable
                     else f"{self.root} is read-only: make it writable or clone a copy, then run "

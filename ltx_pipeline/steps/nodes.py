@@ -238,7 +238,8 @@ def open_node_run(workspace: Path | None, name: str) -> NodeRun:
         raise BadInput(f"run.yaml asks for {request.nodes} node(s) but the validated launch is for {validated_nodes}",
                        where=str(paths.request_file),
                        fix=f"`ltx-pipeline resume --workspace {ws.root} --run {name}` validates it again")
-    backend = make_backend(request.backend, trainer_root=request.trainer_root, surface=request.surface,
+    backend = make_backend(request.backend, trainer_root=request.trainer_root,
+                           trainer_python=request.trainer_python, surface=request.surface,
                            assume_gpu=request.assume_gpu, memory_scale=request.reference_memory_scale)
     return NodeRun(ws.root, name, request, backend, outputs, store, run_id, paths.logs)
 

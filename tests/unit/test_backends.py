@@ -65,7 +65,8 @@ def test_ltx_refuses_impossible_launches(checkout: Path, tmp_path: Path) -> None
     assert backend.template("t2v_lora.yaml") == checkout.resolve() / TRAINER / "configs" / "t2v_lora.yaml"
 
 
-def test_ltx_preprocess_command(checkout: Path, tmp_path: Path) -> None:
+def test_ltx_preprocess_command(checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ltx_pipeline.backends.ltx.cuda_present", lambda: True)
     spec = LtxBackend(checkout, uv="uv").preprocess_command(
         tmp_path / "data" / "dataset.json", "960x544x49;512x288x121", tmp_path / "pre", model_path="/m/x.safetensors",
         text_encoder_path="/m/gemma", trigger="fxclp", extra_flags=["--load-text-encoder-in-8bit"])
@@ -75,6 +76,27 @@ def test_ltx_preprocess_command(checkout: Path, tmp_path: Path) -> None:
     assert argv[argv.index("--output-dir") + 1] == str((tmp_path / "pre").resolve())
     assert argv[-3:] == ["--lora-trigger", "fxclp", "--load-text-encoder-in-8bit"]
     assert "--overwrite" not in argv
+
+
+def test_ltx_preprocess_runs_on_the_cpu_where_there_is_no_gpu(checkout: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """process_dataset.py defaults to --device cuda, which fails on a machine without a GPU."""
+    monkeypatch.setattr("ltx_pipeline.backends.ltx.cuda_present", lambda: False)
+    spec = LtxBackend(checkout, uv="uv").preprocess_command(
+        tmp_path / "dataset.json", "64x64x25", tmp_path / "pre", model_path="/m/x.safetensors",
+        text_encoder_path="/m/gemma")
+    assert list(spec.argv)[-2:] == ["--device", "cpu"]
+
+
+def test_trainer_python_starts_every_script_without_uv(checkout: Path, tmp_path: Path) -> None:
+    python = tmp_path / "env" / "bin" / "python"
+    backend = LtxBackend(checkout, python=python)
+    train = backend.train_command(tmp_path / "config.yaml")
+    assert list(train.argv)[:2] == [str(python), "scripts/train.py"]
+    assert train.cwd == checkout / "packages" / "ltx-trainer"
+    ddp = backend.train_command(tmp_path / "config.yaml", num_processes=2, distributed="ddp")
+    assert list(ddp.argv)[:4] == [str(python), "-m", "accelerate.commands.launch", "--num_processes"]
+    assert "uv" not in backend.heavy_prerequisites and "Trainer python" in backend.heavy_prerequisites
 
 
 def test_secrets_never_reach_records_or_printable_commands(tmp_path: Path) -> None:
