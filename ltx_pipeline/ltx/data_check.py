@@ -122,7 +122,7 @@ class MetadataReport:
 
     def sample_names(self) -> dict[str, str]:
         """Primary media path as written -> its relative ``.pt`` name in ``.precomputed/``."""
-        base = Path(self.path).parent
+        base = Path(self.path).resolve().parent  # preprocessing is given the resolved metadata path
         return {media: sample_name(base, media) for media in self.primary_media()}
 
 

@@ -126,20 +126,22 @@ def resolve_media(base: Path, value: str) -> Path:
 def sample_name(base: Path, value: str) -> str:
     """The relative ``.pt`` name preprocessing gives a clip in every ``.precomputed/`` subfolder.
 
-    A clip under the metadata file's folder keeps its relative path (``videos/a.mp4`` →
-    ``videos/a.pt``); one outside it mirrors its absolute path (``/mnt/x/a.mp4`` → ``mnt/x/a.pt``),
-    as facts §6.2 describes.
+    The trainer names it lexically, as ``process_videos._output_relative`` does: the media path as
+    written, joined to the metadata file's folder, relative to that folder; symlinks are not followed
+    (a prepared dataset stages its clips as links under ``media/``, and ``media/clip_000.mp4`` gives
+    ``media/clip_000.pt`` wherever the link points). A clip outside the folder mirrors its absolute
+    path (``/mnt/x/a.mp4`` → ``mnt/x/a.pt``).
 
     Args:
-        base: the folder holding the metadata file.
+        base: the folder holding the metadata file, as preprocessing was given it.
         value: the media path as written in the metadata.
 
     Returns:
         A POSIX relative path ending in ``.pt``.
     """
-    media = resolve_media(base, value).resolve()
+    media = base / value.strip()  # an absolute value replaces base, as in the trainer
     try:
-        relative = media.relative_to(base.resolve())
+        relative = media.relative_to(base)
     except ValueError:
-        relative = Path(*media.parts[1:])
+        relative = Path(*media.parts[1:]) if media.is_absolute() else media
     return str(PurePosixPath(*relative.with_suffix(".pt").parts))

@@ -129,7 +129,7 @@ def inspect_precomputed(root: Path, mode: Mode, buckets: Iterable[Bucket], *, lo
         stored = _check_sample(root, source, names[0], planned, load, checks) or stored
     dropped: dict[str, tuple[str, ...]] = {}
     if metadata_media is not None:
-        base = Path(metadata_dir).expanduser().absolute() if metadata_dir else root.parent
+        base = Path(metadata_dir).expanduser().resolve() if metadata_dir else root.parent
         dropped = _reconcile(root, mode, present, metadata_media, base, checks)
     return PrecomputedReport(str(root), {s: len(n) for s, n in files.items()}, usable, dropped, stored, checks)
 

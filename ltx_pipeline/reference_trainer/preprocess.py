@@ -76,11 +76,13 @@ def choose_bucket(buckets: list[tuple[int, int, int]], frames: int, width: int, 
 
 
 def _output_name(media: Path, dataset_dir: Path) -> Path:
-    resolved = (dataset_dir / media).resolve() if not media.is_absolute() else media
+    """As the trainer's ``process_videos._output_relative`` names it: lexically, symlinks not followed (a
+    staged ``media/clip_000.mp4`` link gives ``media/clip_000.pt``); outside the folder, the absolute path mirrored."""
+    joined = dataset_dir / media  # an absolute media path replaces dataset_dir
     try:
-        relative = resolved.relative_to(dataset_dir.resolve())
+        relative = joined.relative_to(dataset_dir)
     except ValueError:
-        relative = Path(*resolved.parts[1:])
+        relative = Path(*joined.parts[1:]) if joined.is_absolute() else joined
     return relative.with_suffix(".pt")
 
 
