@@ -28,6 +28,7 @@ from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.probing import wandb_credentials_resolve
+from ltx_pipeline.probing.gpus import cuda_present
 from ltx_pipeline.steps.follow import TrainingFollower, log_summary, stop_requested
 from ltx_pipeline.steps.nodes import node_launch_printable, rank_zero
 from ltx_pipeline.steps.preprocess import preprocess
@@ -264,7 +265,11 @@ class _Stage:
             raise RunFailed(f"Stage {self.index} warm-starts from {warm}, which does not exist",
                             where=str(self.config), fix="let the previous stage finish (`ltx-pipeline resume`)")
         if ctx.request.backend == "ltx" and not ctx.request.slurm:  # a job's GPUs are on its nodes, not here
-            _check_gpus_free(ctx.request.nvidia_smi)
+            if cuda_present():
+                _check_gpus_free(ctx.request.nvidia_smi)
+            else:  # nothing to be busy; and the user should know the real trainer will not see the assumed GPU
+                ctx.warn("No NVIDIA GPU on this machine: the trainer runs on the CPU (the plan's GPU was assumed "
+                         "with --assume-gpu); expect it to be slow, and no GPU memory figure in its statistics.")
         if (values.get("wandb") or {}).get("enabled") and not wandb_credentials_resolve():
             raise BadInput("wandb.enabled is true but no W&B credentials resolve", where=str(self.config),
                            fix="run `wandb login` (or export WANDB_API_KEY), or set wandb.enabled: false")
@@ -377,7 +382,10 @@ class _Stage:
         return {"stage": self.index, "config": str(self.config), "output_dir": str(self.output_dir),
                 "log": str(self.log), "pid": handle.pid, "launch": handle.printable,
                 "final_checkpoint": str(final) if final else None, "final_step": step, "resumed_from": resumed_from,
-                "peak_gpu_memory_gb": summary["peak_gpu_memory_gb"], "wandb_url": summary["wandb_url"]}
+                "peak_gpu_memory_gb": summary["peak_gpu_memory_gb"], "wandb_url": summary["wandb_url"],
+                "steps_per_second": summary["steps_per_second"],
+                # Where it ran: a CPU run's "Peak GPU memory: 0.00 GB" is no measurement (a job's GPUs are its nodes').
+                "on_gpu": bool(self.ctx.request.slurm or self.ctx.request.backend != "ltx" or cuda_present())}
 
     def _pending(self, handle: Any) -> dict[str, Any]:
         pending = {"stage": self.index, "pending": True, "pid": handle.pid, "log": str(self.log),

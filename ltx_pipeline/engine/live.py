@@ -67,7 +67,7 @@ def live_training(store: Store | StoreReader, run: Run | Record, *, log_summary:
     summary = log_summary(log) if log_summary else {}
     metrics = [m for m in store.metrics(run_id, stage)]
     step = summary.get("step") if summary.get("step") is not None else (metrics[-1].step if metrics else None)
-    total = summary.get("total")
+    total = summary.get("total") or _planned_steps(latest)
     losses = summary.get("last_losses") or [m.loss for m in metrics[-5:] if m.loss is not None]
     step_time = summary.get("step_time_s") or _steady([m.step_time_s for m in metrics if m.clean])
     running = state == "running"
@@ -99,6 +99,13 @@ def live_training(store: Store | StoreReader, run: Run | Record, *, log_summary:
         if gpus:
             report["gpus"] = gpus
     return report
+
+
+def _planned_steps(latest: dict[str, Any]) -> int | None:
+    """The plan's steps per stage: the total when the log has not said it (the trainer's start line does not)."""
+    plan = latest.get("plan")
+    steps = ((plan.outputs or {}).get("recipe") or {}).get("steps") if plan is not None else None
+    return int(steps) if isinstance(steps, int) else None
 
 
 def _stage_finished(train: PhaseRun | Record | None, stage: int | None) -> bool:

@@ -243,11 +243,16 @@ def log_summary(log_path: Path | str, lines: int = 400) -> dict[str, Any]:
     progress.feed(parse_lines(tail))
     last_line = next((ln.strip() for ln in reversed(tail) if ln.strip()), None)
     stats = progress.stats
-    return {"step": progress.last_step, "total": progress.total_steps, "percent": progress.percent,
+    step, source = progress.last_step, "Step lines"  # type: tuple[int | None, str | None]
+    if step is None:  # with --disable-progress-bars the trainer logs a Step line only every 20 steps
+        marks = [e.step for e in progress.checkpoints] + [e.step for e in progress.validations]
+        step, source = (max(marks), "checkpoint and validation lines") if marks else (None, None)
+    return {"step": step, "step_source": source, "total": progress.total_steps, "percent": progress.percent,
             "last_losses": progress.last_losses(5), "step_time_s": progress.steady_step_time(),
             "eta_s": progress.eta_seconds(), "wandb_url": progress.wandb_url, "last_line": last_line,
             "finished": stats is not None,
-            "peak_gpu_memory_gb": stats.peak_gpu_memory_gb if stats else None}
+            "peak_gpu_memory_gb": stats.peak_gpu_memory_gb if stats else None,
+            "steps_per_second": stats.steps_per_second if stats else None}
 
 
 def _shown(snapshot: Snapshot) -> tuple[Any, ...]:

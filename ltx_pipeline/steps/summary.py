@@ -61,13 +61,18 @@ def render_summary(facts: dict[str, Any]) -> str:
              f"- Backend: {request.get('backend')}", "", "## Final checkpoints", "",
              "| Stage | Step | Weights |", "|---|---|---|"]
     lines += [f"| {s['stage']} | {s['final_step']} | `{s['final_checkpoint']}` |" for s in stages]
-    lines += ["", "## Measured", "", "| Stage | Steady step time | Peak VRAM (trainer) | Steps logged |",
-              "|---|---|---|---|"]
+    lines += ["", "## Measured", "",
+              "| Stage | Steady step time | Trainer's overall speed | Peak VRAM (trainer) | Steps logged |",
+              "|---|---|---|---|---|"]
     for s in stages:
         measured = s.get("step_time_s") is not None
         step_time = f"{s['step_time_s']:.2f} s" if measured else "not measured (too few clean steps)"
+        speed = (f"{s['steps_per_second']:.2f} steps/s" if s.get("steps_per_second") is not None
+                 else "not reported")
         peak = f"{s['peak_gpu_memory_gb']:.2f} GB" if s.get("peak_gpu_memory_gb") is not None else "not reported"
-        lines.append(f"| {s['stage']} | {step_time} | {peak} | {s['logged_steps']} |")
+        if s.get("on_gpu") is False:
+            peak = "not measured: no GPU, the trainer ran on the CPU"
+        lines.append(f"| {s['stage']} | {step_time} | {speed} | {peak} | {s['logged_steps']} |")
     if facts.get("autotune"):
         lines += ["", f"Autotune: {facts['autotune']}"]
     if facts.get("memory_model"):
@@ -77,7 +82,9 @@ def render_summary(facts: dict[str, Any]) -> str:
                   + (f" ({model['error']:+.0%}: a miss, recorded in the study {model['study']})." if model["miss"]
                      else f" (within ±{model['tolerance']:.0%}).")]
     lines += ["", "Step time is the median of the trainer's Time/Step over steps with no validation or checkpoint "
-              "save in them; peak VRAM is the trainer's own statistic (nvidia-smi samples).", "",
+              "save in them (the trainer logs a Step line every 20 steps when its progress bars are off); the overall "
+              "speed is the trainer's closing `Training speed` figure, model loading, validation and saves included; "
+              "peak VRAM is the trainer's closing `Peak GPU memory` statistic.", "",
               "## Config as trained", ""]
     for s in stages:
         lines += [f"### Stage {s['stage']}: `{s['config']}`", "", "| Field | Value |", "|---|---|"]

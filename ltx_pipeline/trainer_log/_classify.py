@@ -39,7 +39,7 @@ from ltx_pipeline.trainer_log._grammar import parse_lines
 __all__ = ["FAILURE_KINDS", "Failure", "FixStep", "classify_failure"]
 
 FAILURE_KINDS = ("oom_training", "oom_validation", "host_oom", "shm_bus_error", "nan_loss", "config_error",
-                 "missing_files", "crash")
+                 "missing_files", "environment", "crash")
 
 SIGKILL = 9
 SIGBUS = 7
@@ -122,6 +122,8 @@ def classify_failure(exit_code: int | None, signal: int | None, log_tail: list[s
     if nan_steps:
         evidence = next((_message(ln) for ln in lines if _NAN_LINE_RE.search(ln)), f"Step {nan_steps[0].step}: nan")
         return Failure("nan_loss", evidence, fix=_nan_fix(config, events))
+    if environment := _environment_failure(lines):
+        return environment
     killed = last("killed") or last("worker_killed") or last("host_memory")
     if killed or signal == SIGKILL or exit_code in (128 + SIGKILL, -SIGKILL):
         evidence = killed.text if killed else f"killed by SIGKILL (exit code {exit_code}, signal {signal})"
@@ -294,6 +296,40 @@ def _host_oom_fix() -> list[FixStep]:
         FixStep(None, None, "Free host memory (close other jobs, add RAM or swap) or lower "
                 "data.num_dataloader_workers, then resume from the newest checkpoint pair."),
     ]
+
+
+# The trainer's environment, not the run: what real users hit most (a module missing, a torch build that its
+# companions do not match, a system library absent). Each pattern, the fix it implies.
+_ENVIRONMENT_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'"),
+     "Module {0} is missing from the trainer's environment: install it there (`<trainer python> -m pip install "
+     "{1}`, or `uv sync` in the checkout), then run `ltx-pipeline smoke` to check the whole environment."),
+    (re.compile(r"8-bit Gemma quantization requires a CUDA device"),
+     "acceleration.load_text_encoder_in_8bit needs a CUDA GPU: set it to false on this machine."),
+    (re.compile(r"Could not load libtorchcodec|libavutil\.so|libavcodec\.so|libavformat\.so"),
+     "torchcodec cannot load FFmpeg's shared libraries: install FFmpeg 4-7 where the trainer runs (Debian 12: "
+     "apt-get install libavcodec59 libavformat59 libavutil57 libswresample4 libswscale6), or train video only."),
+    (re.compile(r"operator torchvision::\w+ does not exist|(lib\w+\.so[.\d]*): cannot open shared object file"),
+     "The torch build does not match torchvision/torchaudio (or a system library is missing): install the "
+     "versions the trainer pins together, from one index (e.g. the default torch build, not +cpu, with the "
+     "registry's torchvision and torchaudio)."),
+    (re.compile(r"^(?:\S+: )?ImportError: .+"),
+     "An import failed in the trainer's environment: reinstall ltx-trainer and its pinned dependencies there, "
+     "then run `ltx-pipeline smoke`."),
+)
+
+
+def _environment_failure(lines: list[str]) -> Failure | None:
+    """A failure of the trainer's environment, from its exception line, with the fix that line implies."""
+    for pattern, advice in _ENVIRONMENT_PATTERNS:
+        for line in reversed(lines):
+            found = pattern.search(line.strip())
+            if found:
+                module = found.group(1) if found.groups() and found.group(1) else ""
+                package = module.split(".")[0] if module else ""
+                advice_text = advice.format(module, package) if "{0}" in advice else advice
+                return Failure("environment", line.strip(), fix=[FixStep(None, None, advice_text)])
+    return None
 
 
 def _crash_evidence(lines: list[str], signals: list[ErrorSignal], exit_code: int | None,

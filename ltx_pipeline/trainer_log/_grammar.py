@@ -41,6 +41,10 @@ from ltx_pipeline.trainer_log._messages import (
     step_event,
 )
 
+# ERROR lines the trainer logs that are no failure: on a machine without a GPU its statistics ask nvidia-smi
+# for GPU memory at every report and log this (ltx_trainer.gpu_utils; facts: CPU blocker 5).
+_HARMLESS_ERRORS = ("Failed to get GPU memory from nvidia-smi",)
+
 __all__ = ["LogParser", "parse_lines"]
 
 _LEVEL_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: +|$)")
@@ -298,7 +302,8 @@ class LogParser:
             text = self._joined()
             events = message_events(text)
             out.extend(events)
-            if self._level in ("ERROR", "CRITICAL") and not any(isinstance(e, ErrorSignal) for e in events):
+            if (self._level in ("ERROR", "CRITICAL") and not any(isinstance(e, ErrorSignal) for e in events)
+                    and not text.startswith(_HARMLESS_ERRORS)):
                 out.append(ErrorSignal("logged_error", text))
         self._open = self._emitted = False
         self._pieces = []
