@@ -1,0 +1,294 @@
+"""The smoke test's steps, in order; each one a real command of the user's trainer or a check of its files.
+
+Every command is an argv list built by the ``ltx`` backend (``uv run`` or ``--trainer-python``), run in
+the trainer package with its output in ``<scratch>/logs/``. The first failure stops the test and becomes
+a ``SmokeFailed`` carrying the step, the trainer's own words (the classified evidence line) and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ltx_pipeline.backends.launch import LOG_ENV
+from ltx_pipeline.backends.ltx import LtxBackend
+from ltx_pipeline.ltx.config_patch import Patch, apply_patches
+from ltx_pipeline.ltx.evaluation import eval_sets
+from ltx_pipeline.ltx.modes import MODES, Mode
+from ltx_pipeline.probing.gpus import cuda_present
+from ltx_pipeline.probing.trainer_python import ENVIRONMENT_MARK, TRAINER_SIDE
+from ltx_pipeline.steps.smoke.diagnose import diagnose_log
+from ltx_pipeline.workspace import atomic_write
+
+__all__ = ["SMOKE_MODES", "SmokeFailed", "SmokeResult", "SmokeStep", "run_smoke"]
+
+# The smoke data: two clips of 2 s at 24 fps, one bucket of 25 frames, validation at the smallest legal size.
+BUCKET = "64x64x25"
+_CLIP_FRAMES, _FPS, _SIDE = 48, 24.0, 64
+_VALIDATION_DIMS = [64, 64, 9]
+STEPS = 2
+# Metadata columns the smoke test can make media for (a moving square; masks are a white square on black).
+_COLUMN_MEDIA = {"video": ("red", "blue"), "reference_video": ("green", "black"), "video_mask": ("white", "black")}
+#: Modes whose every media column the smoke test can make (audio-only modes need audio files it does not write).
+SMOKE_MODES: tuple[str, ...] = tuple(name for name, mode in MODES.items()
+                                     if all(c == "caption" or c in _COLUMN_MEDIA for c in mode.columns))
+_TIMEOUT_S = 900
+
+
+@dataclass(frozen=True)
+class SmokeStep:
+    """One finished step: its name, what it found, and how long it took."""
+
+    name: str
+    detail: str
+    seconds: float
+
+
+class SmokeFailed(Exception):
+    """A step failed: which, the evidence (the trainer's own line where there is one), the fix and the log."""
+
+    def __init__(self, step: str, diagnosis: str, fix: str, log: Path | None = None) -> None:
+        super().__init__(f"{step}: {diagnosis}")
+        self.step, self.diagnosis, self.fix, self.log = step, diagnosis, fix, log
+
+
+@dataclass
+class SmokeResult:
+    steps: list[SmokeStep] = field(default_factory=list)
+    versions: dict[str, Any] = field(default_factory=dict)
+    cuda: bool = False
+
+    @property
+    def seconds(self) -> float:
+        return sum(step.seconds for step in self.steps)
+
+
+Report = Callable[[SmokeStep], None]
+
+
+def run_smoke(backend: LtxBackend, mode: Mode, scratch: Path, *, on_step: Report | None = None) -> SmokeResult:
+    """Run every step in ``scratch`` (which the caller creates and removes).
+
+    Raises:
+        SmokeFailed: the first step that failed.
+    """
+    result = SmokeResult()
+    logs = scratch / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+
+    def step(name: str, work: Callable[[], str]) -> None:
+        started = time.monotonic()
+        detail = work()
+        done = SmokeStep(name, detail, time.monotonic() - started)
+        result.steps.append(done)
+        if on_step is not None:
+            on_step(done)
+
+    step("environment", lambda: _environment(backend, logs, result))
+    model: dict[str, Any] = {}
+    step("tiny model", lambda: _tiny_model(backend, scratch / "model", logs, model))
+    metadata = scratch / "data" / "dataset.json"
+    step("clips", lambda: _clips(mode, metadata))
+    precomputed = scratch / "data" / ".precomputed"
+    step("preprocess", lambda: _preprocess(backend, mode, metadata, precomputed, model, logs))
+    config = scratch / "config.yaml"
+    step("config", lambda: _config(backend, mode, config, metadata, precomputed, model, scratch / "outputs"))
+    step("train", lambda: _train(backend, mode, config, scratch / "outputs", logs))
+    return result
+
+
+def _run(argv: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> int:
+    """Run a command (argv list, no shell) with its output in ``log``; returns the exit code."""
+    with log.open("ab") as handle:
+        try:
+            done = subprocess.run(argv, cwd=cwd, stdout=handle, stderr=subprocess.STDOUT,  # noqa: S603
+                                  env={**os.environ, **LOG_ENV, **(env or {})}, timeout=_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            return -1
+        except OSError as exc:
+            handle.write(f"could not start {argv[0]}: {exc.strerror or exc}\n".encode())
+            return 127
+    return done.returncode
+
+
+def _fail_from_log(step: str, code: int, log: Path) -> SmokeFailed:
+    diagnosis, fix = diagnose_log(code, log)
+    return SmokeFailed(step, diagnosis, fix, log)
+
+
+def _environment(backend: LtxBackend, logs: Path, result: SmokeResult) -> str:
+    log = logs / "environment.log"
+    argv = backend.trainer_run("python", str(TRAINER_SIDE / "check_environment.py"), str(backend.trainer_dir))
+    code = _run(argv, backend.trainer_dir, log)
+    text = log.read_text(encoding="utf-8", errors="replace")
+    line = next((ln for ln in text.splitlines() if ln.startswith(ENVIRONMENT_MARK)), None)
+    if line is None:
+        raise _fail_from_log("environment", code, log)
+    report = json.loads(line[len(ENVIRONMENT_MARK):])
+    result.versions, result.cuda = report.get("versions") or {}, bool(report.get("cuda"))
+    problems = report.get("problems") or []
+    if problems:
+        raise SmokeFailed("environment", problems[0]["what"], problems[0]["fix"], log)
+    versions = result.versions
+    return (f"ltx-trainer {versions.get('ltx-trainer')}, ltx-core {versions.get('ltx-core')}, torch "
+            f"{versions.get('torch')}, {'CUDA' if result.cuda else 'no CUDA: CPU'}; every module the scripts "
+            "import loads, and torchcodec finds FFmpeg")
+
+
+def _tiny_model(backend: LtxBackend, folder: Path, logs: Path, model: dict[str, Any]) -> str:
+    log = logs / "tiny-model.log"
+    argv = backend.trainer_run("python", str(TRAINER_SIDE / "build_tiny_model.py"), "--out", str(folder))
+    code = _run(argv, backend.trainer_dir, log)
+    text = log.read_text(encoding="utf-8", errors="replace")
+    found = next((ln for ln in reversed(text.splitlines()) if ln.startswith("{")), None)
+    if code != 0 or found is None:
+        raise _fail_from_log("tiny model", code, log)
+    model.update(json.loads(found))
+    return (f"{Path(model['checkpoint']).name} ({model.get('parameters', 0) / 1e6:.1f} M parameters, "
+            f"{model.get('transformer_layers')} transformer layers) + a Gemma 3 folder, built by ltx-core "
+            f"{model.get('ltx_core_version')}")
+
+
+def _clips(mode: Mode, metadata: Path) -> str:
+    from ltx_pipeline.ltx.sample_clips import write_clip
+
+    rows = []
+    for index in range(2):
+        row: dict[str, Any] = {"caption": f"a square slides across a plain background, take {index + 1}"}
+        for column in mode.columns:
+            if column == "caption":
+                continue
+            colour, background = _COLUMN_MEDIA[column]
+            name = f"clips/{column}_{index}.mp4"
+            write_clip(metadata.parent / name, _CLIP_FRAMES, _SIDE, _SIDE, colour=colour, background=background,
+                       fps=_FPS, audio=column == "video", phase=index / 2)
+            row[column] = name
+        rows.append(row)
+    atomic_write(metadata, json.dumps(rows, indent=2), root=metadata.parent)
+    return f"2 mp4 clips ({_SIDE}x{_SIDE}, {_CLIP_FRAMES} frames at {_FPS:g} fps, with a tone) for {mode.name}"
+
+
+def _preprocess(backend: LtxBackend, mode: Mode, metadata: Path, output: Path, model: dict[str, Any],
+                logs: Path) -> str:
+    from ltx_pipeline.ltx.buckets import parse_buckets
+    from ltx_pipeline.ltx.precomputed import inspect_precomputed
+
+    log = logs / "preprocess.log"
+    spec = backend.preprocess_command(metadata, BUCKET, output, model_path=model["checkpoint"],
+                                      text_encoder_path=model["text_encoder"])
+    code = _run(list(spec.argv), spec.cwd, log, spec.env)
+    if code != 0:
+        raise _fail_from_log("preprocess", code, log)
+    rows = json.loads(metadata.read_text(encoding="utf-8"))
+    media = [row["video"] for row in rows if "video" in row]
+    report = inspect_precomputed(output, mode, list(parse_buckets(BUCKET)), load=_load, metadata_media=media,
+                                 metadata_dir=metadata.parent)
+    problems = [c for c in report.checks if c.severity == "error"] + [
+        c for c in report.checks if c.code in ("dropped-clip", "extra-samples")]
+    if problems:
+        raise SmokeFailed("preprocess", f"process_dataset.py exited 0 but its output fails the data check: "
+                          f"{problems[0].message}", problems[0].fix or "read the preprocessing log", log)
+    counts = ", ".join(f"{name}/ {count}" for name, count in sorted(report.counts.items()))
+    return f"process_dataset.py wrote {counts}; {report.usable_samples} sample(s) usable at {BUCKET}"
+
+
+def _load(path: Path) -> Any:
+    import torch
+
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _config(backend: LtxBackend, mode: Mode, config: Path, metadata: Path, precomputed: Path,
+            model: dict[str, Any], outputs: Path) -> str:
+    from ltx_pipeline.yaml_io import load_yaml
+
+    template = backend.template(mode.config)
+    text = template.read_text(encoding="utf-8")
+    values = load_yaml(text) or {}
+    validation = values.get("validation") or {}
+    shapes = ((validation.get("samples") or [{}])[0] or {}).get("conditions") or []
+    rows = json.loads(metadata.read_text(encoding="utf-8"))
+    sample = eval_sets(training=[(rows[0], metadata.parent)], held_out=[], user_prompts=[], trigger=None,
+                       describe_audio=mode.generates_audio, condition_shapes=shapes).prompts[0].sample()
+    patches = [
+        Patch("model.model_path", model["checkpoint"], "smoke: the tiny model"),
+        Patch("model.text_encoder_path", model["text_encoder"], "smoke: the tiny Gemma 3"),
+        Patch("data.preprocessed_data_root", str(precomputed), "smoke: the two clips"),
+        Patch("data.num_dataloader_workers", 0, "smoke: no worker processes"),
+        Patch("output_dir", str(outputs), "smoke: the scratch folder"),
+        Patch("optimization.steps", STEPS, "smoke: two steps"),
+        Patch("optimization.gradient_accumulation_steps", 1, "smoke: one sample per step"),
+        Patch("checkpoints.interval", STEPS, "smoke: a checkpoint at the last step"),
+        Patch("checkpoints.keep_last_n", -1, "smoke: keep it"),
+        Patch("validation.interval", STEPS, "smoke: one validation, at the last step"),
+        Patch("validation.skip_initial_validation", True, "smoke: no step-0 render"),
+        Patch("validation.video_dims", _VALIDATION_DIMS, "smoke: the smallest legal size"),
+        Patch("validation.inference_steps", 2, "smoke: two denoising steps"),
+        Patch("validation.samples", [sample], "smoke: one prompt with the mode's conditions"),
+        Patch("wandb.enabled", False, "smoke: nothing to log"),
+    ]
+    if (values.get("hub") or {}).get("push_to_hub"):
+        patches.append(Patch("hub.push_to_hub", False, "smoke: nothing is uploaded"))
+    if not cuda_present() and (values.get("acceleration") or {}).get("load_text_encoder_in_8bit"):
+        patches.append(Patch("acceleration.load_text_encoder_in_8bit", False, "smoke: 8-bit Gemma needs CUDA"))
+    patched, _ = apply_patches(text, patches)
+    atomic_write(config, patched, root=config.parent)
+    findings = backend.validate(config)
+    if findings:
+        first = findings[0]
+        raise SmokeFailed("config", f"the trainer's LtxTrainerConfig refuses the {template.name}-based config: "
+                          f"{first.path}: {first.message}",
+                          "update the checkout, or report it: the shipped template no longer validates", None)
+    return (f"{template.name} patched for 2 steps ({len(patches)} patches) and accepted by the trainer's "
+            "LtxTrainerConfig")
+
+
+def _train(backend: LtxBackend, mode: Mode, config: Path, outputs: Path, logs: Path) -> str:
+    from ltx_pipeline.trainer_log import CheckpointSaved, StepEvent, ValidationSaved, parse_lines
+
+    log = logs / "train.log"
+    spec = backend.train_command(config)
+    code = _run(list(spec.argv), spec.cwd, log, spec.env)
+    if code != 0:
+        raise _fail_from_log("train", code, log)
+    events = parse_lines(log.read_text(encoding="utf-8", errors="replace").splitlines())
+    steps = max((e.step for e in events if isinstance(e, StepEvent)), default=0)
+    checkpoints = sorted(outputs.glob("checkpoints/*_weights_step_*.safetensors"))
+    samples = sorted(outputs.glob("samples/**/*.mp4"))
+    missing = []
+    if not checkpoints:
+        missing.append(f"no weights in {outputs / 'checkpoints'}")
+    if not samples:
+        missing.append(f"no validation sample in {outputs / 'samples'}")
+    if not any(isinstance(e, CheckpointSaved) for e in events) and checkpoints:
+        missing.append("the log has no line saying a checkpoint was saved (the log parser no longer reads it)")
+    if not any(isinstance(e, ValidationSaved) for e in events) and samples:
+        missing.append("the log has no line saying a validation sample was saved (the log parser no longer reads it)")
+    if missing:
+        raise SmokeFailed("train", "train.py exited 0 but " + "; ".join(missing),
+                          "read the training log; report it if the trainer's outputs moved", log)
+    sound = _sound_check(samples[0], mode)
+    return (f"train.py ran {STEPS} steps{f' (log to step {steps})' if steps else ''}, saved "
+            f"{checkpoints[-1].name} and {len(samples)} validation sample(s){sound}")
+
+
+def _sound_check(sample: Path, mode: Mode) -> str:
+    """The sample decodes, every frame; in a mode that generates audio it has a sound track."""
+    from ltx_pipeline.ltx.media import BadMedia, read_frames, read_media_info
+
+    try:
+        info = read_media_info(sample)
+        frames = len(read_frames(sample))
+    except BadMedia as exc:
+        raise SmokeFailed("train", f"the validation sample does not decode: {exc}",
+                          "read the training log around the validation", None) from None
+    if mode.generates_audio and not info.has_audio:
+        raise SmokeFailed("train", f"the validation sample {sample} has no sound track although {mode.name} "
+                          "generates audio", "read the training log around the validation", None)
+    return f" ({frames} frames decode{', with sound' if info.has_audio else ''})"
