@@ -14,6 +14,7 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -144,6 +145,14 @@ def safetensors_bytes(metadata: dict[str, str] | None = None) -> bytes:
     return len(raw).to_bytes(8, "little") + raw + bytes(16)
 
 
+# Every file the trainer's GemmaAssets.from_root and Gemma 3 processor need (validate checks them on the ltx backend).
+GEMMA_FOLDER: dict[str, str | bytes] = {
+    "config.json": GEMMA_CONFIG, "model-00001-of-00001.safetensors": safetensors_bytes({}), "tokenizer.json": "{}",
+    "tokenizer_config.json": "{}", "processor_config.json": json.dumps({"processor_class": "Gemma3Processor"}),
+    "preprocessor_config.json": json.dumps({"image_processor_type": "Gemma3ImageProcessor"}),
+}
+
+
 def write_safetensors(path: Path, metadata: dict[str, str] | None = None) -> Path:
     """Write ``safetensors_bytes(metadata)`` to ``path`` (parents created); pass ``{}`` for no metadata."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,7 +189,8 @@ def ltx_prereqs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, st
         f"{trainer}src/ltx_trainer/config.py": "from ltx_pipeline.ltx.trainer_config import LtxTrainerConfig  # noqa\n",
     })
     models = tmp_path / "models"
-    make_tree(models, {"ltx-2.3-22b-dev.safetensors": safetensors_bytes(), "gemma-3-12b-it/config.json": GEMMA_CONFIG})
+    make_tree(models, {"ltx-2.3-22b-dev.safetensors": safetensors_bytes(),
+                       **{f"gemma-3-12b-it/{name}": content for name, content in GEMMA_FOLDER.items()}})
     bin_dir = tmp_path / "tools"
     bin_dir.mkdir()
     (bin_dir / "uv").write_text(FAKE_UV)
@@ -211,3 +221,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return (0 if item.get_closest_marker("slow") else 1, rank)
 
     items.sort(key=weight)  # stable: collection order within a weight
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The real-trainer suite's own time, apart from building the trainer's environment and the tiny model.
+
+    Wall time is from the first real-trainer test's start to the last one's end (other tests of the same run
+    share the cores meanwhile); test time is the sum of their durations, as if run one after another.
+    """
+    reports = [r for key in ("passed", "failed", "skipped", "error") for r in terminalreporter.stats.get(key, [])
+               if "tests/real_trainer/" in getattr(r, "nodeid", "")]
+    ran = {r.nodeid for r in reports if r.when == "call"}
+    if not ran:
+        return
+    total = sum(r.duration for r in reports)
+    built = sum(value for r in reports for name, value in getattr(r, "user_properties", ())
+                if name == "real_trainer_build_seconds")
+    wall = max(r.stop for r in reports) - min(r.start for r in reports)
+    terminalreporter.write_line(
+        f"real-trainer suite: {len(ran)} test(s) ran in {(wall - built) / 60:.1f} min of wall time after the "
+        f"environment exists ({(total - built) / 60:.1f} min of test time; {built:.0f} s building the trainer's "
+        "environment and the tiny model in this run)")
