@@ -284,11 +284,13 @@ def check_request(run_name: str | None, values: dict[str, Any], where: str = "op
 
 
 def _refuse_unusable_metadata(dataset: str, mode: str) -> None:
-    """Refuse a metadata file the mode's preprocessing cannot use: not a list of rows, or required
-    columns missing (all named together). The rows' contents are the data check's job.
+    """Refuse a metadata file the mode's preprocessing cannot use: not a list of rows, required
+    columns missing, or a caption or media path that is not text (a JSON number, list...), all named
+    together. The rows' other contents are the data check's job.
 
     Raises:
-        BadDataset: with every missing column of the file, or why it cannot be read as rows.
+        BadDataset: with every missing column and every wrongly typed cell of the file, or why it
+            cannot be read as rows.
     """
     from ltx_pipeline.ltx.data_check import check_metadata
 
@@ -296,7 +298,7 @@ def _refuse_unusable_metadata(dataset: str, mode: str) -> None:
     if not path.is_file() or path.suffix.lower() not in {".csv", ".json", ".jsonl"}:
         return  # folders, .precomputed and missing paths are classified (and refused) by the probe
     report = check_metadata(path, get_mode(mode))  # BadDataset when it is not rows
-    missing = [check for check in report.checks if check.code == "missing-column"]
+    missing = [check for check in report.checks if check.code in ("missing-column", "wrong-type")]
     if missing:
         raise BadDataset("; ".join(check.message for check in missing), where=str(path.absolute()),
                          fix="; ".join(dict.fromkeys(check.fix for check in missing if check.fix)))

@@ -20,7 +20,7 @@ from ltx_pipeline.ltx.preparation import default_captioner, needs_captions
 from ltx_pipeline.ltx.tiers import MINIMUM_GB, classify_tier
 from ltx_pipeline.probing import Finding, to_plain
 from ltx_pipeline.probing.dataset import classify_dataset, media_rows, read_clips
-from ltx_pipeline.probing.gpus import GpuProbe, assumed_probe, describe_gpus, probe_gpus
+from ltx_pipeline.probing.gpus import GpuProbe, assumed_probe, describe_gpus, planned_gpu, probe_gpus
 from ltx_pipeline.probing.host import probe_host
 from ltx_pipeline.probing.models import check_model_path, check_trainer_root, default_model_dirs, find_model_files
 from ltx_pipeline.probing.trainer_python import check_trainer_python
@@ -47,7 +47,8 @@ class ProbePhase:
             # A clip replaced or fixed in place re-reads the clips (size and mtime: stat only, no decode).
             "clips": _clips_digest(Path(request.dataset)) if get_mode(request.mode).video_media else None,
             # The hardware itself: a swapped or re-partitioned GPU must re-plan (cheap: one nvidia-smi call).
-            "gpus": None if _gpus_not_probed(ctx) else digest(to_plain(probe_gpus(request.nvidia_smi).gpus)),
+            # No nvidia-smi on a reference run: the default GPU's digest, so one appearing on PATH re-plans.
+            "gpus": None if _gpus_not_probed(ctx) else digest(to_plain(_gpu_probe(ctx).gpus)),
             **({"model files": _model_files_digest(request)} if request.backend == "ltx" else {}),
             **({"smoke test": _smoke_digest(ctx)} if request.backend == "ltx" else {}),
         }
@@ -64,7 +65,7 @@ class ProbePhase:
         for warning in gpu_probe.warnings:
             ctx.warn(warning)
         tier, nominal = classify_tier([g.memory_mib for g in gpu_probe.gpus])
-        gpus_text = describe_gpus(gpu_probe.gpus) + (" (assumed)" if gpu_probe.assumed else "")
+        gpus_text = describe_gpus(gpu_probe.gpus) + _assumed_note(gpu_probe)
         if tier.below_minimum:
             _minimum_gate(ctx, gpus_text, nominal, request.accept_risk)
 
@@ -125,14 +126,27 @@ def _gpus_not_probed(ctx: RunContext) -> bool:
 
 
 def _gpu_probe(ctx: RunContext) -> GpuProbe:
-    """nvidia-smi, or the assumed GPU, or the simulated backend's surface GPU (shown as assumed)."""
+    """nvidia-smi, or the assumed GPU, or the simulated backend's surface GPU (shown as assumed), or, for
+    the reference backend on a machine with no nvidia-smi, the default GPU (shown as assumed, saying why)."""
     request = ctx.request
     if request.assume_gpu:
         return assumed_probe(request.assume_gpu)
     if request.backend == "simulated":
         gpu = ctx.backend.surface.gpu
         return assumed_probe(f"{gpu.name},{gpu.memory_mib},{gpu.count}")
+    spec, default = planned_gpu(request.backend, None, request.nvidia_smi)
+    if spec is not None:
+        return assumed_probe(spec, default=default)
     return probe_gpus(request.nvidia_smi)
+
+
+def _assumed_note(gpu_probe: GpuProbe) -> str:
+    """How the GPU summary (plan.md's Hardware section, ``status``) says the GPUs were not probed."""
+    if not gpu_probe.assumed:
+        return ""
+    if gpu_probe.default:
+        return " (assumed: this machine has no nvidia-smi; choose another with --assume-gpu)"
+    return " (assumed)"
 
 
 def _minimum_gate(ctx: RunContext, gpus_text: str, nominal: int, accept_risk: bool) -> None:

@@ -16,6 +16,7 @@ from ltx_pipeline.backends.base import (
     redact_env,
 )
 from ltx_pipeline.errors import BadRequest
+from ltx_pipeline.probing.gpus import planned_gpu
 
 __all__ = ["BACKEND_NAMES", "DISTRIBUTED_MODES", "MIRRORED_TRAINER_VERSION", "MIRROR_VALIDATOR", "LaunchSpec",
            "TrainerBackend", "make_backend", "redact_env"]
@@ -25,7 +26,7 @@ BACKEND_NAMES = ("ltx", "reference", "simulated")
 
 def make_backend(name: str, *, trainer_root: str | None = None, surface: str | None = None,
                  assume_gpu: str | None = None, memory_scale: float | None = None,
-                 trainer_python: str | None = None) -> TrainerBackend:
+                 trainer_python: str | None = None, nvidia_smi: str | None = None) -> TrainerBackend:
     """Build the backend a run asked for.
 
     Raises:
@@ -40,8 +41,10 @@ def make_backend(name: str, *, trainer_root: str | None = None, surface: str | N
         from ltx_pipeline.backends.reference import ReferenceBackend
 
         # An assumed GPU's memory becomes the toy's device capacity, against its measured bytes
-        # multiplied by ``memory_scale`` (without a scale the toy's bytes are far below any card).
-        capacity = _assumed_memory_mib(assume_gpu) if assume_gpu else None
+        # multiplied by ``memory_scale`` (without a scale the toy's bytes are far below any card). With
+        # no nvidia-smi here that is the default GPU the probe plans for, chosen by the same rule.
+        spec, _ = planned_gpu(name, assume_gpu, nvidia_smi)
+        capacity = _assumed_memory_mib(spec) if spec else None
         return ReferenceBackend(capacity_mib=capacity, memory_scale=memory_scale)
     if name == "simulated":
         if not surface:

@@ -17,6 +17,7 @@ from ltx_pipeline.cli.render import print_event
 from ltx_pipeline.cli.training import TrainingProgressBar
 from ltx_pipeline.engine import Outcome, Runner, approve_plan
 from ltx_pipeline.errors import EXIT_APPROVAL_GATE, EXIT_OK, BadRequest
+from ltx_pipeline.probing.gpus import check_gpu_probe
 from ltx_pipeline.request import (
     RunRequest,
     check_request,
@@ -89,8 +90,14 @@ def open_workspace(workspace: Path | None, create: bool = True) -> tuple[Workspa
     return ws, Store.open(ws.store)
 
 
-def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict[str, Any]) -> tuple[Run, RunRequest]:
-    """Create the run, or update an existing one's run.yaml with the options given."""
+def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict[str, Any], *,
+                check_gpu: bool = True) -> tuple[Run, RunRequest]:
+    """Create the run, or update an existing one's run.yaml with the options given.
+
+    With ``check_gpu`` (every caller that goes on to drive the run), a GPU probe that could not even
+    start (no nvidia-smi for the ltx backend, a broken ``--nvidia-smi``, a malformed ``--assume-gpu``)
+    is refused here, before the run is created or changed, so that no failed run is left behind.
+    """
     existing = store.get_run(run_name) if run_name else None  # no stored run has a name validation refuses
     if existing is None:
         if "dataset" not in options:
@@ -99,6 +106,8 @@ def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict
             raise BadRequest("A new run needs a dataset", where="--dataset",
                              fix="pass --dataset PATH (or --run NAME of an existing run)")
         request = check_request(run_name, options)  # every problem at once, before anything is written
+        if check_gpu:
+            check_gpu_probe(request.backend, request.assume_gpu, request.nvidia_smi)
         name = run_name or default_run_name(request)
         paths = ws.run(name)
         if store.get_run(name) is None:
@@ -109,6 +118,9 @@ def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict
     request = load_request(paths.request_file)
     if options:
         request = check_request(None, {**request.model_dump(exclude_none=True), **options})
+    if check_gpu:
+        check_gpu_probe(request.backend, request.assume_gpu, request.nvidia_smi)
+    if options:
         save_request(paths.request_file, request, ws.root)
     return existing, request
 
@@ -123,7 +135,8 @@ def drive_run(ws: Workspace, store: Store, run: Run, request: RunRequest, approv
     store.update_request(run.id, request.model_dump(mode="json"))
     backend = make_backend(request.backend, trainer_root=request.trainer_root,
                            trainer_python=request.trainer_python, surface=request.surface,
-                           assume_gpu=request.assume_gpu, memory_scale=request.reference_memory_scale)
+                           assume_gpu=request.assume_gpu, memory_scale=request.reference_memory_scale,
+                           nvidia_smi=request.nvidia_smi)
     bar, counts = TrainingProgressBar(out), CountProgressBar()
     runner = Runner(store, ws, PHASES, backend=backend, on_event=on_event,
                     options={**(options or {}), "on_progress": bar, "on_count": counts})

@@ -141,7 +141,7 @@ def init(
     ws, store = open_workspace(workspace)
     if run_name and store.get_run(run_name):
         raise BadRequest(f"Run {run_name} already exists", where="--run", fix="choose another name or use `resume`")
-    run_row, _ = prepare_run(ws, store, run_name, with_request_file(request_file, options))
+    run_row, _ = prepare_run(ws, store, run_name, with_request_file(request_file, options), check_gpu=False)
     out.print(f"Created run {run_row.name}: {ws.run(run_row.name).request_file}", markup=False)
     return EXIT_OK
 

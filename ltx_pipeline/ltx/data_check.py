@@ -144,8 +144,9 @@ def check_metadata(metadata_file: Path, mode: Mode, *, caption_column: str = "ca
         caption_column: the caption column preprocessing will be told to read.
 
     Returns:
-        The report; its checks are ``missing-column``, ``empty-media-path``, ``missing-media``
-        (errors), ``duplicate-media`` and ``empty-caption`` (warnings).
+        The report; its checks are ``missing-column``, ``wrong-type`` (a JSON caption or media path
+        that is not a string), ``empty-media-path``, ``missing-media`` (errors), ``duplicate-media``
+        and ``empty-caption`` (warnings).
 
     Raises:
         BadDataset: the file cannot be read or parsed, or has no rows.
@@ -164,13 +165,15 @@ def check_metadata(metadata_file: Path, mode: Mode, *, caption_column: str = "ca
             checks.append(_missing_column(wanted, names, columns, mode, where))
         else:
             column_map[wanted] = found
+    checks += _wrong_types(rows, column_map, metadata_file.name, where)
     media_by_column: dict[str, tuple[str, ...]] = {}
     for wanted, column in column_map.items():
         if wanted == "caption":
             continue
         values = [_text(row.get(column)) for row in rows]
         media_by_column[wanted] = tuple(value for value in values if value)
-        empty_rows = [str(number) for number, value in enumerate(values, start=1) if not value]
+        empty_rows = [str(number) for number, (row, value) in enumerate(zip(rows, values, strict=True), start=1)
+                      if not value and _kind(row.get(column)) is None]  # a wrong type is named as such
         if empty_rows:
             checks.append(Check("error", "empty-media-path",
                                 f"{len(empty_rows)} row(s) of {metadata_file.name} have no `{column}` path "
@@ -192,6 +195,44 @@ def check_metadata(metadata_file: Path, mode: Mode, *, caption_column: str = "ca
 
 def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
+
+
+def _kind(value: Any) -> str | None:
+    """What a JSON value that should be text is instead, in words (None for text or no value).
+
+    CSV cells are always text (or absent): a number-like caption there is text, and only JSON and
+    JSONL can hold a number, a boolean, a list or an object where the trainer reads a string.
+    """
+    if value is None or isinstance(value, str):
+        return None
+    shown = json.dumps(value, ensure_ascii=False)
+    shown = shown if len(shown) <= 40 else shown[:39] + "…"
+    if isinstance(value, bool):
+        return f"a boolean ({shown})"
+    if isinstance(value, int | float):
+        return f"a number ({shown})"
+    if isinstance(value, list):
+        return f"a list ({shown})"
+    if isinstance(value, dict):
+        return f"an object ({shown})"
+    return f"a {type(value).__name__}"
+
+
+def _wrong_types(rows: list[dict[str, Any]], column_map: dict[str, str], name: str, where: str) -> list[Check]:
+    """Every cell of a column the mode reads that holds no text: row, column, what it is, what it must be."""
+    cells = []
+    for number, row in enumerate(rows, start=1):
+        for wanted, column in column_map.items():
+            kind = _kind(row.get(column))
+            if kind is not None:
+                must = "text" if wanted == "caption" else "a media path as text"
+                cells.append(f"row {number} `{column}` is {kind}, must be {must}")
+    if not cells:
+        return []
+    named = "; ".join(cells[:MAX_NAMED]) + (f"; and {len(cells) - MAX_NAMED} more" if len(cells) > MAX_NAMED else "")
+    return [Check("error", "wrong-type", f"{len(cells)} cell(s) of {name} have the wrong type: {named}",
+                  where, 'write each caption and media path as a JSON string, e.g. {"caption": "a red fox", '
+                         '"video": "videos/a.mp4"}, one clip per row')]
 
 
 def _missing_column(wanted: str, names: tuple[str, ...], columns: tuple[str, ...], mode: Mode,
@@ -232,7 +273,8 @@ def _empty_captions(rows: list[dict[str, Any]], column_map: dict[str, str], prim
     caption = column_map["caption"]
     media_column = column_map.get(primary) if primary else None
     empty = [(_text(row.get(media_column)) if media_column else "") or f"row {number}"
-             for number, row in enumerate(rows, start=1) if not _text(row.get(caption))]
+             for number, row in enumerate(rows, start=1)
+             if not _text(row.get(caption)) and _kind(row.get(caption)) is None]  # a wrong type is an error
     if not empty:
         return []
     return [Check("warning", "empty-caption",

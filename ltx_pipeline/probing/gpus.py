@@ -1,8 +1,11 @@
 """GPU probing: run ``nvidia-smi``, parse its CSV robustly, keep only the GPUs training will see.
 
 Owns the ``nvidia-smi`` query, its parser, the ``CUDA_VISIBLE_DEVICES`` filter and the
-``--assume-gpu`` spec. Every failure the user can fix (no driver, garbage output, unknown device
-ids, a bad spec) is a one-line ``BadInput``. Tier and VRAM-gate decisions are not made here.
+``--assume-gpu`` spec, and what a run plans for without probing: the assumed GPU, or, for the toy
+backend on a machine with no nvidia-smi, a stated default GPU shown as assumed. Every failure the
+user can fix (no driver, garbage output, unknown device ids, a bad spec) is a one-line
+``BadInput``, and ``check_gpu_probe`` raises the ones a probe could not even start with before a
+run exists. Tier and VRAM-gate decisions are not made here.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from ltx_pipeline.errors import BadInput
 from ltx_pipeline.probing import Finding, to_plain
 
 __all__ = [
+    "DEFAULT_ASSUMED_GPU",
+    "check_gpu_probe",
     "cuda_present",
     "NVIDIA_SMI_ENV",
     "NVIDIA_SMI_QUERY",
@@ -29,6 +34,7 @@ __all__ = [
     "filter_visible",
     "parse_assumed_gpu",
     "parse_nvidia_smi",
+    "planned_gpu",
     "probe_gpus",
     "query_gpus",
 ]
@@ -39,6 +45,11 @@ NVIDIA_SMI_QUERY = [
 ]
 NVIDIA_SMI_ENV = "LTX_PIPELINE_NVIDIA_SMI"
 ASSUME_FORMAT = '--assume-gpu "NAME,MEMORY_MIB[,COUNT]", e.g. "NVIDIA H100 80GB HBM3,81559,2"'
+# What the toy backend plans for on a machine with no nvidia-smi (a laptop): the demo's 32 GB card,
+# the smallest the LTX-2 workflow documents a config for. Shown as assumed, like --assume-gpu.
+DEFAULT_ASSUMED_GPU = "NVIDIA GeForce RTX 5090,32607"
+_DEFAULT_SOURCE = "default (no nvidia-smi)"
+_DEFAULTED_BACKENDS = ("reference",)  # ``simulated`` assumes its surface's GPU; ``ltx`` needs the real one
 
 _FIX_SMI = (
     "check that the NVIDIA driver works (`nvidia-smi` lists your GPUs), point --nvidia-smi or "
@@ -84,7 +95,8 @@ class GpuProbe:
     """What the GPU probe found.
 
     Attributes:
-        source: the nvidia-smi executable that was run, or "--assume-gpu".
+        source: the nvidia-smi executable that was run, "--assume-gpu", or "default (no nvidia-smi)"
+            for the toy backend's default GPU on a machine without nvidia-smi.
         assumed: True when planning for assumed hardware.
         all_gpus: every GPU nvidia-smi listed.
         gpus: the GPUs training will see (after ``CUDA_VISIBLE_DEVICES``).
@@ -103,6 +115,11 @@ class GpuProbe:
         """Plain JSON data."""
         return to_plain(self)
 
+    @property
+    def default(self) -> bool:
+        """True for the toy backend's default GPU, assumed because this machine has no nvidia-smi."""
+        return self.assumed and self.source == _DEFAULT_SOURCE
+
     def to_finding(self) -> Finding:
         """The "GPUs" row of the findings table."""
         if not self.gpus:
@@ -114,6 +131,12 @@ class GpuProbe:
                 f"or plan for other hardware with {ASSUME_FORMAT}",
             )
         detail = describe_gpus(self.gpus)
+        if self.default:
+            return Finding(
+                "GPUs", "warning",
+                f"assumed, not probed: {detail}, the default GPU, because this machine has no nvidia-smi",
+                f"plan for another GPU with {ASSUME_FORMAT}, or run on a machine whose nvidia-smi finds its GPUs",
+            )
         if self.assumed:
             return Finding(
                 "GPUs", "warning", f"assumed, not probed: {detail}",
@@ -366,7 +389,66 @@ def parse_assumed_gpu(spec: str) -> list[Gpu]:
                 driver="assumed", assumed=True) for i in range(int(count_text))]
 
 
-def assumed_probe(spec: str) -> GpuProbe:
-    """A ``GpuProbe`` for ``--assume-gpu``: recorded and shown as assumed everywhere."""
+def assumed_probe(spec: str, *, default: bool = False) -> GpuProbe:
+    """A ``GpuProbe`` for ``--assume-gpu`` (or, with ``default``, for ``DEFAULT_ASSUMED_GPU`` on a machine
+    with no nvidia-smi): recorded and shown as assumed everywhere."""
     gpus = tuple(parse_assumed_gpu(spec))
-    return GpuProbe(source="--assume-gpu", assumed=True, all_gpus=gpus, gpus=gpus)
+    return GpuProbe(source=_DEFAULT_SOURCE if default else "--assume-gpu", assumed=True, all_gpus=gpus, gpus=gpus)
+
+
+def _nvidia_smi_absent(executable: str | None, env: Mapping[str, str]) -> bool:
+    """Nothing names an nvidia-smi (no ``--nvidia-smi``, no ``$LTX_PIPELINE_NVIDIA_SMI``) and none is on PATH.
+
+    An nvidia-smi that is named but broken is not absent: its own error says what is wrong with it.
+    """
+    return not (executable or env.get(NVIDIA_SMI_ENV)) and shutil.which("nvidia-smi", path=env.get("PATH")) is None
+
+
+def planned_gpu(backend: str, assume_gpu: str | None, nvidia_smi: str | None,
+                env: Mapping[str, str] | None = None) -> tuple[str | None, bool]:
+    """The GPU a run plans for without probing, as an ``--assume-gpu`` spec, and whether it is the default.
+
+    ``--assume-gpu`` first; else, for the reference backend on a machine with no nvidia-smi,
+    ``DEFAULT_ASSUMED_GPU``; else None: the GPUs are probed (or, for ``simulated``, its surface's).
+
+    Args:
+        backend: the run's backend name.
+        assume_gpu: the request's ``assume_gpu``.
+        nvidia_smi: the request's ``nvidia_smi``.
+        env: environment to read (``PATH``, ``$LTX_PIPELINE_NVIDIA_SMI``); defaults to ``os.environ``.
+
+    Returns:
+        ``(spec or None, True when the spec is the default)``.
+    """
+    if assume_gpu:
+        return assume_gpu, False
+    env = os.environ if env is None else env
+    if backend in _DEFAULTED_BACKENDS and _nvidia_smi_absent(nvidia_smi, env):
+        return DEFAULT_ASSUMED_GPU, True
+    return None, False
+
+
+def check_gpu_probe(backend: str, assume_gpu: str | None, nvidia_smi: str | None,
+                    env: Mapping[str, str] | None = None) -> None:
+    """Refuse, before a run exists, a request whose GPU probe could not even start.
+
+    A malformed ``--assume-gpu``, or an nvidia-smi that cannot be found or run (nothing is run here:
+    only found). With no nvidia-smi at all the reference backend plans for ``DEFAULT_ASSUMED_GPU``;
+    the ``ltx`` backend, which trains on the machine's real GPUs, is refused with what to do.
+
+    Raises:
+        BadInput: one line: what, where, and the fix (``--assume-gpu``, or the training machine).
+    """
+    env = os.environ if env is None else env
+    spec, _ = planned_gpu(backend, assume_gpu, nvidia_smi, env)
+    if spec is not None:
+        parse_assumed_gpu(spec)
+        return
+    if backend == "simulated":
+        return  # the surface's GPU is assumed (the probe reads it from the surface file)
+    if _nvidia_smi_absent(nvidia_smi, env):
+        raise BadInput(f"No GPU to plan for: nvidia-smi is not on PATH, and the {backend} backend plans for "
+                       "the training machine's GPUs", where="PATH",
+                       fix='pass --assume-gpu "NAME,MEMORY_MIB" (e.g. "NVIDIA H100 80GB HBM3,81559") to plan '
+                           "for the GPU you will train on, or run on the training machine")
+    _resolve_executable(nvidia_smi, env)
