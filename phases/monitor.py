@@ -52,9 +52,11 @@ class MonitorPhase:
         outputs_dir = ctx.paths.outputs
         summary = atomic_write(outputs_dir / "run-summary.md", render_summary(facts), root=ctx.workspace)
         validation_steps = sorted({step for s in stages for step in s["validation_steps"]})
+        resumes = [(s["stage"], s["resumed_from"]) for s in stages if s.get("resumed_from") is not None]
         loss = plot_loss(metrics, outputs_dir / "loss.png", workspace=ctx.workspace,
-                         checkpoint_steps=sorted({c["step"] for c in checkpoints}), validation_steps=validation_steps)
-        step_time = plot_step_time(metrics, outputs_dir / "step_time.png", workspace=ctx.workspace)
+                         checkpoint_steps=sorted({c["step"] for c in checkpoints}), validation_steps=validation_steps,
+                         resumes=resumes)
+        step_time = plot_step_time(metrics, outputs_dir / "step_time.png", workspace=ctx.workspace, resumes=resumes)
         sheet, unreadable = write_contact_sheet(outputs_dir / "samples", outputs_dir / "samples" / "contact-sheet.png",
                                                 workspace=ctx.workspace)
         if unreadable:

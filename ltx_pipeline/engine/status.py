@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.engine.gates import current_gate
@@ -55,7 +57,7 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
     subject_row = current_gate(store, run_id)
     approval = _approval(store, run, subject_row)
     findings: list[Any] = next((r.outputs["findings"] for r in latest.values() if r.outputs.get("findings")), [])
-    warnings = [e.message for e in store.events(run_id) if e.level == "warning"]
+    warnings = _settled_warnings([e for e in store.events(run_id) if e.level == "warning"], latest, state)
     return {
         "name": run.name,
         "state": state,
@@ -69,8 +71,43 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
         "training": live_training(store, run, log_summary=log_summary),
         "autotune": _autotune(latest.get("autotune")),
         "warnings": warnings[-10:],
-        "next_command": _next_command(workspace, run.name, state, approval),
+        "next_command": _next_command(workspace, run.name, state, approval, _failure(latest.values(), state)),
     }
+
+
+# The warnings the engine records when it finds an attempt left running by a dead driver: true when written
+# ("it will re-run"), stale once a later attempt ran. The store keeps what was said; status says what happened.
+_INTERRUPTED_RE = re.compile(r"^(?P<phase>\S+) attempt (?P<attempt>\d+) was interrupted; it will re-run$")
+_RUNS_AGAIN_RE = re.compile(r"^(?P<phase>\S+) was interrupted last time; it runs again\b")
+_ENDED = {"succeeded": "finished", "failed": "failed", "interrupted": "was interrupted too",
+          "gate_stopped": "stopped at the VRAM gate", "running": "was started", "detached": "trains detached"}
+
+
+def _settled_warnings(events: list[Any], latest: dict[str, Any], state: str) -> list[str]:
+    """Warning texts, an interrupted attempt's "it will re-run" told as what happened since.
+
+    An interrupted attempt followed by a later attempt of its phase says how that one ended (its
+    engine notice, "it runs again", then adds nothing and is left out); one the run finished without
+    re-running says only that it was interrupted. One still to re-run keeps its text.
+    """
+    out: list[str] = []
+    settled: dict[str, bool] = {}  # phase -> whether its latest interrupted attempt is told as settled
+    for event in events:
+        message = event.message
+        if (found := _INTERRUPTED_RE.match(message)) is not None:
+            phase, attempt = found["phase"], int(found["attempt"])
+            row, settled[phase] = latest.get(phase), True
+            if row is not None and row.attempt > attempt:
+                ended = _ENDED.get(row.status, f"is {row.status}")
+                message = f"{phase} attempt {attempt} was interrupted; it was re-run, and attempt {row.attempt} {ended}"
+            elif state == "finished":
+                message = f"{phase} attempt {attempt} was interrupted"
+            else:
+                settled[phase] = False
+        elif (found := _RUNS_AGAIN_RE.match(message)) is not None and settled.get(found["phase"]):
+            continue
+        out.append(message)
+    return out
 
 
 def _autotune(row: PhaseRun | Record | None) -> dict[str, Any] | None:
@@ -106,8 +143,22 @@ def _approval(store: Store | StoreReader, run: Run | Record, row: PhaseRun | Rec
             "blockers": row.approval_blockers, "gate": "captions" if row.phase == "prepare" else "plan"}
 
 
-def _next_command(workspace: Workspace, run: str, state: str, approval: dict[str, Any]) -> str | None:
+def _failure(rows: Iterable[PhaseRun | Record], state: str) -> str | None:
+    """The recorded error of the failed phase of a failed run (its one line: what, where, fix)."""
+    if state != "failed":
+        return None
+    return next((row.error for row in rows if row.status == "failed" and row.error), None)
+
+
+def _next_command(workspace: Workspace, run: str, state: str, approval: dict[str, Any],
+                  failure: str | None = None) -> str | None:
     target = f"--workspace {workspace.root} --run {run}"
+    if failure and " Fix: " in failure:
+        # A failure that says how to fix it repeats itself on a bare resume: the fix comes first.
+        fix = failure.split(" Fix: ", 1)[1].rstrip(".")
+        if "ltx-pipeline " in fix:  # the fix is itself a command (e.g. `resume --apply-fix`)
+            return f"{fix} (with {target})"
+        return f"{fix}; then: ltx-pipeline resume {target}"
     if state == "finished":
         return None
     if state == "awaiting_approval":

@@ -46,6 +46,45 @@ def _prepared_lines(prepared: dict[str, Any] | None) -> list[str]:
             + (f" in `{prepared['holdout_file']}`: {', '.join(held)}" if held else "")]
 
 
+# The toy backends' figures and weights describe the toy, never LTX-2: each text says what they are.
+_BACKEND_WORDS = {
+    "reference": " (the built-in toy trainer: a small model with the real trainer's contract, not LTX-2)",
+    "simulated": " (a cost surface stands in for the trainer: no model is trained)",
+}
+_PEAK_HEADER = {"ltx": "Peak VRAM (trainer)", "reference": "Peak memory (toy, scaled)",
+                "simulated": "Peak VRAM (cost surface)"}
+
+
+def _peak_words(request: dict[str, Any], gpus: str) -> str:
+    """What the peak figure is, per backend: the trainer's statistic, the toy's scaled bytes, or the surface's."""
+    backend = request.get("backend")
+    if backend == "reference":
+        scale = request.get("reference_memory_scale")
+        counted = ("the reference trainer's own count of the toy model's memory (live tensor bytes on the CPU, the "
+                   "CUDA allocator's peak on a GPU)")
+        if scale is None:
+            return (f"peak memory is {counted}, unscaled (no --reference-memory-scale): the toy's own bytes, which say "
+                    f"nothing about LTX-2 on {gpus}.")
+        return (f"peak memory is {counted} times --reference-memory-scale {scale:g}, the factor that maps the toy "
+                f"onto the GPU it plans for ({gpus}): a scaled toy figure, not a measurement of LTX-2.")
+    if backend == "simulated":
+        return (f"step times and peak VRAM are the cost surface's figures for this config (`{request.get('surface')}`)"
+                ", printed by the simulated trainer: nothing was measured on a GPU.")
+    return "peak VRAM is the trainer's closing `Peak GPU memory` statistic."
+
+
+def _use_line(backend: str | None, weights: str) -> str:
+    if backend == "reference":
+        return (f"- Use: `{weights}` holds LoRA weights for the reference trainer's toy model only: it loads in no "
+                "LTX-2 pipeline (nor ComfyUI). It shows the workflow end to end; train with `--backend ltx` for a "
+                "LoRA of LTX-2.")
+    if backend == "simulated":
+        return (f"- Use: `{weights}` is a placeholder the simulated trainer wrote (one tensor, no model): there is "
+                "nothing to load. Train with `--backend ltx` for a LoRA of LTX-2.")
+    return (f"- Use: load `{weights}` as a LoRA in the LTX-2 inference pipeline (keys are ComfyUI-style, "
+            "`diffusion_model.` prefixed).")
+
+
 def render_summary(facts: dict[str, Any]) -> str:
     """The run-summary markdown from measured facts (see ``phases.monitor`` for the keys)."""
     request, stages = facts["request"], facts["stages"]
@@ -58,11 +97,13 @@ def render_summary(facts: dict[str, Any]) -> str:
              f"- Dataset: {request.get('dataset')} ({facts['samples']} sample(s); buckets "
              f"{', '.join(s['buckets'] for s in facts['data_stages'])})",
              *_prepared_lines(facts.get("prepared")),
-             f"- Backend: {request.get('backend')}", "", "## Final checkpoints", "",
+             f"- Backend: {request.get('backend')}{_BACKEND_WORDS.get(request.get('backend'), '')}", "",
+             "## Final checkpoints", "",
              "| Stage | Step | Weights |", "|---|---|---|"]
     lines += [f"| {s['stage']} | {s['final_step']} | `{s['final_checkpoint']}` |" for s in stages]
+    peak_header = _PEAK_HEADER.get(request.get("backend"), _PEAK_HEADER["ltx"])
     lines += ["", "## Measured", "",
-              "| Stage | Steady step time | Trainer's overall speed | Peak VRAM (trainer) | Steps logged |",
+              f"| Stage | Steady step time | Trainer's overall speed | {peak_header} | Steps logged |",
               "|---|---|---|---|---|"]
     for s in stages:
         measured = s.get("step_time_s") is not None
@@ -84,7 +125,7 @@ def render_summary(facts: dict[str, Any]) -> str:
     lines += ["", "Step time is the median of the trainer's Time/Step over steps with no validation or checkpoint "
               "save in them (the trainer logs a Step line every 20 steps when its progress bars are off); the overall "
               "speed is the trainer's closing `Training speed` figure, model loading, validation and saves included; "
-              "peak VRAM is the trainer's closing `Peak GPU memory` statistic.", "",
+              + _peak_words(request, facts["gpus"]), "",
               "## Config as trained", ""]
     for s in stages:
         lines += [f"### Stage {s['stage']}: `{s['config']}`", "", "| Field | Value |", "|---|---|"]
@@ -98,12 +139,11 @@ def render_summary(facts: dict[str, Any]) -> str:
               f"- Model: `{facts.get('model_path')}`", f"- Text encoder: `{facts.get('text_encoder_path')}`",
               f"- Workspace run folder: `{facts['run_root']}`", "",
               "## How to use and continue", "",
-              f"- Use: load `{stages[-1]['final_checkpoint']}` as a LoRA in the LTX-2 inference pipeline "
-              "(keys are ComfyUI-style, `diffusion_model.` prefixed).",
+              _use_line(request.get("backend"), stages[-1]["final_checkpoint"]),
               "- Continue training: raise `optimization.steps` in the last stage's config and run "
               "`ltx-pipeline resume`; it points `model.load_checkpoint` at the newest checkpoint pair so the trainer "
               "restores the step and scheduler.",
-              "- Plots: `loss.png` (loss per step, smoothed; validation and checkpoint steps marked) and "
+              "- Plots: `loss.png` (loss per step, smoothed; validation, checkpoint and resume steps marked) and "
               "`step_time.png` beside this file.", ""]
     return "\n".join(lines)
 
@@ -165,58 +205,121 @@ def _smooth(values: list[float], weight: float = 0.8) -> list[float]:
     return out
 
 
-def plot_loss(metrics: Sequence[dict[str, Any]], path: Path, *, workspace: Path, checkpoint_steps: Sequence[int] = (),
-              validation_steps: Sequence[int] = ()) -> Path:
-    """Loss per step (all stages on one axis, stage boundaries labelled), smoothed, with markers."""
-    import io
+# Up to this many logged points a series is drawn with a marker on each point: the real trainer logs a loss
+# every 20 steps, so a short run has a handful of points (one alone, without a marker, draws nothing).
+_MARKED_POINTS = 60
 
+
+def plot_loss(metrics: Sequence[dict[str, Any]], path: Path, *, workspace: Path, checkpoint_steps: Sequence[int] = (),
+              validation_steps: Sequence[int] = (), resumes: Sequence[tuple[int, int]] = ()) -> Path:
+    """Loss per step (all stages on one axis, stage boundaries labelled), smoothed, with markers.
+
+    One logged point is drawn as a point; none says "no loss logged" in the frame. ``resumes`` are
+    ``(stage, step)`` pairs, the checkpoint steps training resumed from, drawn as marked lines.
+    """
+    plt = _pyplot()
+    fig = _loss_figure(plt, metrics, checkpoint_steps=checkpoint_steps, validation_steps=validation_steps,
+                       resumes=resumes)
+    return _save(fig, plt, path, workspace)
+
+
+def plot_step_time(metrics: Sequence[dict[str, Any]], path: Path, *, workspace: Path,
+                   resumes: Sequence[tuple[int, int]] = ()) -> Path:
+    """Time/Step per logged step; steps with validation or a checkpoint save drawn apart; resumes marked."""
+    plt = _pyplot()
+    return _save(_step_time_figure(plt, metrics, resumes=resumes), plt, path, workspace)
+
+
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _loss_figure(plt: Any, metrics: Sequence[dict[str, Any]], *, checkpoint_steps: Sequence[int] = (),
+                 validation_steps: Sequence[int] = (), resumes: Sequence[tuple[int, int]] = ()) -> Any:
     fig, ax = plt.subplots(figsize=(9, 4.5))
+    logged = 0
     for stage in sorted({m["stage"] for m in metrics}):
         rows = [m for m in metrics if m["stage"] == stage and m.get("loss") is not None]
+        if not rows:
+            continue
+        logged += len(rows)
         steps, losses = [m["step"] for m in rows], [m["loss"] for m in rows]
-        ax.plot(steps, losses, alpha=0.35, label=f"stage {stage} loss")
-        ax.plot(steps, _smooth(losses), linewidth=2, label=f"stage {stage} smoothed")
+        marker = "o" if len(rows) <= _MARKED_POINTS else None
+        ax.plot(steps, losses, marker=marker, markersize=7 if len(rows) == 1 else 3,
+                alpha=1.0 if len(rows) == 1 else 0.35, label=f"stage {stage} loss")
+        if len(rows) >= 2:
+            ax.plot(steps, _smooth(losses), linewidth=2, label=f"stage {stage} smoothed")
+        else:
+            ax.annotate(f"the only loss logged: {losses[0]:.4g} at step {steps[0]}", (steps[0], losses[0]),
+                        textcoords="offset points", xytext=(8, 8), fontsize=9)
+    if logged == 0:
+        _say_in_frame(ax, "no loss logged", "the trainer's log has no Step line with a loss for this run")
     for index, step in enumerate(checkpoint_steps):
         ax.axvline(step, color="tab:green", linestyle="--", alpha=0.5, label="checkpoint" if index == 0 else None)
     for index, step in enumerate(validation_steps):
         ax.axvline(step, color="tab:purple", linestyle=":", alpha=0.5, label="validation" if index == 0 else None)
+    _mark_resumes(ax, resumes)
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("loss (rank 0 micro-batch)")
-    ax.set_title("Training loss")
-    ax.legend(loc="upper right", fontsize="small")
-    return _save(fig, plt, io, path, workspace)
+    ax.set_title("Training loss" + (f" ({logged} point{'s' if logged != 1 else ''} logged)"
+                                    if 0 < logged <= _MARKED_POINTS else ""))
+    _legend(ax)
+    return fig
 
 
-def plot_step_time(metrics: Sequence[dict[str, Any]], path: Path, *, workspace: Path) -> Path:
-    """Time/Step per logged step; steps with validation or a checkpoint save drawn apart."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def _step_time_figure(plt: Any, metrics: Sequence[dict[str, Any]], *, resumes: Sequence[tuple[int, int]] = ()) -> Any:
     fig, ax = plt.subplots(figsize=(9, 4))
     rows = [m for m in metrics if m.get("step_time_s") is not None]
     for clean, label, marker in ((True, "clean steps", "o"), (False, "validation / checkpoint steps", "x")):
         chosen = [m for m in rows if bool(m.get("clean")) is clean]
-        ax.scatter([m["step"] for m in chosen], [m["step_time_s"] for m in chosen], marker=marker, label=label)
+        if chosen:
+            ax.scatter([m["step"] for m in chosen], [m["step_time_s"] for m in chosen], marker=marker, label=label)
+    if not rows:
+        _say_in_frame(ax, "no step time logged", "the trainer's log has no Step line with a Time/Step for this run")
     steady = steady_step_time(rows)
     if steady is not None:
         ax.axhline(steady, color="tab:red", linestyle="--", label=f"steady state {steady:.2f} s")
+    _mark_resumes(ax, resumes)
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("seconds per step")
     ax.set_title("Step time")
-    ax.legend(loc="upper right", fontsize="small")
-    return _save(fig, plt, io, path, workspace)
+    _legend(ax)
+    return fig
 
 
-def _save(fig: Any, plt: Any, io: Any, path: Path, workspace: Path) -> Path:
+def _say_in_frame(ax: Any, headline: str, detail: str) -> None:
+    """Write what is missing in the middle of the frame, so an empty plot never passes for a flat one."""
+    box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.9}
+    ax.text(0.5, 0.55, headline, transform=ax.transAxes, ha="center", va="center", fontsize=16, color="dimgray",
+            bbox=box)
+    ax.text(0.5, 0.42, detail, transform=ax.transAxes, ha="center", va="center", fontsize=9, color="dimgray",
+            bbox=box)
+    ax.set_yticks([])
+
+
+def _mark_resumes(ax: Any, resumes: Sequence[tuple[int, int]]) -> None:
+    """A line at each step training resumed from (its checkpoint), named on the plot."""
+    several = len({stage for stage, _ in resumes}) > 1
+    for index, (stage, step) in enumerate(sorted(resumes, key=lambda r: (r[1], r[0]))):
+        ax.axvline(step, color="tab:red", linestyle="-.", alpha=0.8, label="resumed" if index == 0 else None)
+        ax.annotate(f"{f'stage {stage} ' if several else ''}resumed at step {step}", (step, 1.0),
+                    xycoords=("data", "axes fraction"), textcoords="offset points", xytext=(3, -4), rotation=90,
+                    ha="left", va="top", fontsize=8, color="tab:red")
+
+
+def _legend(ax: Any) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best", fontsize="small")
+
+
+def _save(fig: Any, plt: Any, path: Path, workspace: Path) -> Path:
+    import io
+
     buffer = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buffer, format="png", dpi=110)

@@ -38,7 +38,9 @@ from ltx_pipeline.trainer_log._grammar import parse_lines
 
 __all__ = ["FAILURE_KINDS", "Failure", "FixStep", "classify_failure"]
 
-FAILURE_KINDS = ("oom_training", "oom_validation", "host_oom", "shm_bus_error", "nan_loss", "config_error",
+# ``host_oom`` needs the log's own evidence (a shell's "Killed", a DataLoader worker killed, MemoryError);
+# a bare SIGKILL is ``killed``: a user's ``kill -9`` and the kernel's OOM killer look the same from here.
+FAILURE_KINDS = ("oom_training", "oom_validation", "host_oom", "killed", "shm_bus_error", "nan_loss", "config_error",
                  "missing_files", "environment", "crash")
 
 SIGKILL = 9
@@ -95,7 +97,8 @@ def classify_failure(exit_code: int | None, signal: int | None, log_tail: list[s
 
     Returns:
         The ``Failure``; kinds are checked in the order config error, GPU OOM, shared-memory bus error,
-        missing files, NaN loss, host OOM (SIGKILL), and anything else is a crash.
+        missing files, NaN loss, environment, host OOM (the log's evidence of it), killed (a bare SIGKILL:
+        by a user or the kernel's OOM killer, the log cannot tell), and anything else is a crash.
     """
     stderr_tail = list(stderr_tail or [])
     lines = list(log_tail) + stderr_tail
@@ -124,10 +127,12 @@ def classify_failure(exit_code: int | None, signal: int | None, log_tail: list[s
         return Failure("nan_loss", evidence, fix=_nan_fix(config, events))
     if environment := _environment_failure(lines):
         return environment
-    killed = last("killed") or last("worker_killed") or last("host_memory")
-    if killed or signal == SIGKILL or exit_code in (128 + SIGKILL, -SIGKILL):
-        evidence = killed.text if killed else f"killed by SIGKILL (exit code {exit_code}, signal {signal})"
-        return Failure("host_oom", evidence, fix=_host_oom_fix())
+    if killed := last("killed") or last("worker_killed") or last("host_memory"):
+        return Failure("host_oom", killed.text, fix=_host_oom_fix())
+    if signal == SIGKILL or exit_code in (128 + SIGKILL, -SIGKILL):
+        # No out-of-memory line: who sent the signal is not in the log, so it is not guessed.
+        return Failure("killed", f"killed (SIGKILL): by a user, or the kernel's OOM killer (exit code {exit_code}, "
+                       f"signal {signal}; the log shows no out-of-memory line)", fix=_killed_fix())
     return Failure("crash", _crash_evidence(lines, signals, exit_code, signal), fix=[FixStep(None, None, (
         "Unclassified crash: read the traceback in the run's log, fix the cause, then resume from the newest "
         "checkpoint pair."
@@ -291,10 +296,22 @@ def _nan_fix(config: Mapping[str, Any] | None, events: list[Event]) -> list[FixS
 
 def _host_oom_fix() -> list[FixStep]:
     return [
-        FixStep(None, None, "The OS killed the trainer (SIGKILL / exit 137), most likely the host ran out of RAM "
-                "(check `dmesg` for the OOM killer)."),
+        FixStep(None, None, "Most likely the host ran out of RAM (the evidence line); `dmesg -T | grep -i oom` or "
+                "`journalctl -k | grep -i oom` confirms it: the kernel's OOM killer logs each process it kills."),
         FixStep(None, None, "Free host memory (close other jobs, add RAM or swap) or lower "
                 "data.num_dataloader_workers, then resume from the newest checkpoint pair."),
+    ]
+
+
+def _killed_fix() -> list[FixStep]:
+    return [
+        FixStep(None, None, "Find out who killed the trainer: `dmesg -T | grep -i -E 'out of memory|killed process'` "
+                "(or `journalctl -k | grep -i oom`) names it when the kernel's OOM killer did; nothing there means "
+                "a user or a tool sent SIGKILL (`kill -9`, a job scheduler's limit, a container's memory limit: "
+                "check `docker inspect` / the scheduler's log)."),
+        FixStep(None, None, "If it was the OOM killer, free host memory (close other jobs, add RAM or swap) or lower "
+                "data.num_dataloader_workers; either way `ltx-pipeline resume` continues from the newest "
+                "checkpoint pair."),
     ]
 
 

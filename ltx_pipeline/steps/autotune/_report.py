@@ -2,7 +2,9 @@
 
 Owns the rendering of a sweep's records (the phase's ``trials`` and ``pruned`` outputs): one log
 line per trial and pruned config then the winner, a Markdown table of all of them, and a scatter
-of step time against peak VRAM with failures marked and the capacity and headroom lines drawn.
+of step time against peak VRAM with the capacity and headroom lines drawn. A failed trial has no
+step time: it is drawn in a row of its own, never at 0 s; a trial whose memory was not measured has
+no place on the memory axis: it is listed under the plot, never drawn at the capacity.
 All files go through ``atomic_write``; matplotlib (Agg) is imported only when the plot is drawn.
 
 Every memory figure is shown with its source (``peak_source``, ``validation_peak_source``: from the
@@ -213,29 +215,124 @@ def _plot(outputs: dict[str, Any]) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    fig = _draw(plt, outputs)
     try:
-        for t in outputs["trials"]:
-            peak = max([p for p in (t.get("peak_vram_gb"), t.get("validation_peak_vram_gb")) if p is not None],
-                       default=None)
-            ok = t["outcome"] == "fit" and t.get("fits")
-            x = peak if peak is not None else outputs["capacity_gb"]
-            y = t.get("step_time_s") or 0.0
-            marker = ("o" if ok else "x") if peak is not None else "s"
-            ax.scatter([x], [y], marker=marker, color="tab:green" if ok else "tab:red", s=60)
-            label = f"{t['number']}: {t['outcome']}" + ("" if peak is not None else ", memory not measured")
-            ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
-        ax.axvline(outputs["capacity_gb"], color="black", linestyle="-", label="capacity")
-        ax.axvline(outputs["limit_gb"], color="tab:orange", linestyle="--", label=f"headroom {outputs['headroom']:.0%}")
-        ax.set_xlabel("peak VRAM, training or validation (GB; squares at capacity: memory not measured)")
-        ax.set_ylabel("micro-step time (s)")
-        ax.set_title(f"Autotune: {outputs['study']}")
-        ax.legend(loc="best", fontsize=8)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", bbox_inches="tight")
         return buffer.getvalue()
     finally:
         plt.close(fig)
+
+
+def _peak(trial: dict[str, Any]) -> float | None:
+    """Where a trial sits on the memory axis: its highest measured peak, or None (it sits nowhere there).
+
+    A trial whose memory was not measured, or only in part (``unmeasured``, an assumed fit), has no place
+    on that axis: a partial peak is no peak, and the capacity is no stand-in for a missing figure.
+    """
+    if trial.get("outcome") == "unmeasured" or _assumed(trial):
+        return None
+    peaks = [p for p in (trial.get("peak_vram_gb"), trial.get("validation_peak_vram_gb")) if p is not None and p > 0]
+    return max(peaks, default=None)
+
+
+def _ran_cleanly(trial: dict[str, Any]) -> bool:
+    return trial.get("outcome") in ("fit", "unmeasured", "over_headroom")
+
+
+def _draw(plt: Any, outputs: dict[str, Any]) -> Any:
+    """Step time against peak VRAM for the trials that have both; failed trials in a row of their own below
+    (they have no step time: never drawn at 0 s); trials whose memory was not measured listed in a note."""
+    trials = outputs["trials"]
+    placed = [t for t in trials if _peak(t) is not None and t.get("step_time_s") is not None and _ran_cleanly(t)]
+    failed = [t for t in trials if not _ran_cleanly(t) or (_peak(t) is not None and t.get("step_time_s") is None)]
+    unplaced = [t for t in trials if t not in placed and t not in failed]
+    # No memory figure at all (the reference backend without a scale): the step times by trial, no memory axis.
+    timed_only = not placed and any(t.get("step_time_s") is not None for t in unplaced)
+    note = [] if timed_only else _unplaced_note(unplaced)
+    columns = 4
+    failed_rows = -(-len(failed) // columns)
+    heights = [5.0] + ([0.45 * failed_rows + 0.35] if failed else []) + ([0.2 * len(note) + 0.2] if note else [])
+    fig, axes = plt.subplots(len(heights), 1, figsize=(7, sum(heights) + 0.4), dpi=100, squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    ax = axes[0][0]
+    if timed_only:
+        _step_times_by_trial(ax, unplaced, outputs)
+    else:
+        _memory_axes(ax, placed, outputs)
+    row = 1
+    if failed:
+        _failed_row(axes[row][0], failed, columns)
+        row += 1
+    if note:
+        axes[row][0].axis("off")
+        axes[row][0].text(0.0, 1.0, "\n".join(note), transform=axes[row][0].transAxes, ha="left", va="top", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _memory_axes(ax: Any, placed: list[dict[str, Any]], outputs: dict[str, Any]) -> None:
+    for t in placed:
+        ok = t["outcome"] == "fit" and t.get("fits")
+        x, y = _peak(t), t["step_time_s"]
+        ax.scatter([x], [y], marker="o" if ok else "x", color="tab:green" if ok else "tab:red", s=60)
+        ax.annotate(f"{t['number']}: {t['outcome']}", (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    if not placed:
+        ax.text(0.5, 0.5, "no trial has both a measured peak and a step time", transform=ax.transAxes, ha="center",
+                va="center", fontsize=11, color="dimgray")
+        ax.set_yticks([])
+    ax.axvline(outputs["capacity_gb"], color="black", linestyle="-", label="capacity")
+    ax.axvline(outputs["limit_gb"], color="tab:orange", linestyle="--", label=f"headroom {outputs['headroom']:.0%}")
+    ax.set_xlabel("peak VRAM, training or validation (GB, measured)")
+    ax.set_ylabel("micro-step time (s)")
+    ax.set_title(f"Autotune: {outputs['study']}")
+    ax.legend(loc="best", fontsize=8)
+
+
+def _step_times_by_trial(ax: Any, trials: list[dict[str, Any]], outputs: dict[str, Any]) -> None:
+    """No trial's memory was measured: each trial's step time against its number, and no memory axis."""
+    timed = [t for t in trials if t.get("step_time_s") is not None]
+    for t in timed:
+        ok = t["outcome"] == "fit"
+        ax.scatter([t["number"]], [t["step_time_s"]], marker="o", color="tab:green" if ok else "tab:gray", s=60)
+        label = f"{t['outcome']} (assumed)" if _assumed(t) else str(t["outcome"])
+        ax.annotate(label, (t["number"], t["step_time_s"]), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xticks([t["number"] for t in timed])
+    ax.set_xlabel("trial")
+    ax.set_ylabel("micro-step time (s)")
+    note = memory_of(timed[0]).get("memory_note") or NOT_MEASURED
+    ax.set_title(f"Autotune: {outputs['study']}\nno memory axis: {note}", fontsize=10)
+
+
+def _failed_row(ax: Any, failed: list[dict[str, Any]], columns: int) -> None:
+    """The failed trials as a row of red crosses, one per trial, named with their outcome (no axis values)."""
+    rows = -(-len(failed) // columns)
+    for index, t in enumerate(failed):
+        x, y = index % columns, rows - 1 - index // columns
+        ax.scatter([x], [y], marker="x", color="tab:red", s=60)
+        peak = _peak(t)
+        label = f"{t['number']}: {t['outcome']}" + (f", {format_gb(peak)} peak" if peak is not None else "")
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(7, -3), fontsize=8)
+    ax.set_xlim(-0.2, columns - 0.2)
+    ax.set_ylim(-0.6, rows - 0.4)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title("failed trials (not on the axes above: they have no step time to plot)", fontsize=9, loc="left")
+
+
+def _unplaced_note(trials: list[dict[str, Any]]) -> list[str]:
+    """Lines naming the trials that ran but whose memory was not measured: they sit nowhere on the memory axis."""
+    if not trials:
+        return []
+    items = [f"{t['number']}: {_outcome(t)}, {_num(t.get('step_time_s'), '{:.2f} s', 'step time not measured')}"
+             for t in trials]
+    lines = ["Not plotted, memory not measured (no place on the memory axis):"]
+    for item in items:
+        if len(lines) == 1 or len(lines[-1]) + len(item) > 110:
+            lines.append("  " + item)
+        else:
+            lines[-1] += "; " + item
+    return lines
 
 
 def write_reports(root: Path, workspace: Path, outputs: dict[str, Any], *,

@@ -28,7 +28,7 @@ def _rich(msg: str, level: str = "INFO") -> str:
     ("config_error", 1, None, "config_error", "Error: Invalid configuration data: 3 validation errors"),
     ("shm_bus_error", 1, None, "shm_bus_error", "RuntimeError: DataLoader worker (pid 48213) is killed by signal: Bus"),
     ("nan_loss", -15, 15, "nan_loss", "Step 60/2000 - Loss: nan"),
-    ("host_oom", 137, None, "host_oom", "exit code 137"),
+    ("host_oom", 137, None, "killed", "killed (SIGKILL): by a user, or the kernel's OOM killer (exit code 137"),
     ("missing_files", 1, None, "missing_files", "FileNotFoundError: Data root directory does not exist"),
     ("crash", 1, None, "crash", "RuntimeError: stack expects each tensor to be equal size"),
 ])
@@ -155,13 +155,15 @@ def test_nan_fix_order_and_learning_rate() -> None:
     assert [(s.path, s.value) for s in configured.config_changes] == [("optimization.learning_rate", 5e-5)]
 
 
-@pytest.mark.parametrize(("exit_code", "signal", "lines"), [
-    (137, None, []), (-9, None, []), (None, 9, []), (1, None, ["Killed"]),
-    (1, None, ["RuntimeError: DataLoader worker (pid 9) is killed by signal: Killed."]),
+@pytest.mark.parametrize(("exit_code", "signal", "lines", "kind"), [
+    # A bare SIGKILL: a user's kill -9 or the kernel's OOM killer, the log cannot tell (#33).
+    (137, None, [], "killed"), (-9, None, [], "killed"), (None, 9, [], "killed"),
+    (1, None, ["Killed"], "host_oom"),
+    (1, None, ["RuntimeError: DataLoader worker (pid 9) is killed by signal: Killed."], "host_oom"),
 ])
-def test_host_oom_signals(exit_code: int | None, signal: int | None, lines: list[str]) -> None:
+def test_host_oom_signals(exit_code: int | None, signal: int | None, lines: list[str], kind: str) -> None:
     failure = classify_failure(exit_code, signal, lines)
-    assert failure.kind == "host_oom"
+    assert failure.kind == kind
     assert all(step.path is None for step in failure.fix)
 
 
