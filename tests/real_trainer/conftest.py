@@ -106,7 +106,7 @@ def write_clips(folder: Path, count: int, *, audio: bool | list[bool] = True, fr
 THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
     """The installed command line, as a user runs it (a subprocess; stdout and stderr kept apart)."""
     return subprocess.run([sys.executable, "-m", "ltx_pipeline.cli", *args], capture_output=True, text=True,
                           timeout=timeout, check=False, env={**os.environ, **THREADS, **(env or {})})

@@ -13,9 +13,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ltx_pipeline.trainer_log import classify_failure
 from tests.real_trainer.conftest import THREADS, cli, run_args, write_clips
 from tests.real_trainer.environment import TrainerEnvironment
+
+pytestmark = pytest.mark.real_trainer
 
 _FAST = ("--steps", "2", "--checkpoint-interval", "2", "--validation-interval", "2", "--skip-eval", "--approve")
 

@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.real_trainer.conftest import cli
 from tests.real_trainer.environment import TrainerEnvironment
+
+pytestmark = pytest.mark.real_trainer
 
 
 def test_smoke_passes_against_the_unmodified_checkout(trainer_env: TrainerEnvironment, trainer_root: Path,
