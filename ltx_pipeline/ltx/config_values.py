@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["config_value"]
+__all__ = ["config_value", "lax_int"]
 
 
 def config_value(config: Mapping[str, Any] | None, dotted: str, default: Any = None) -> Any:
@@ -16,3 +16,16 @@ def config_value(config: Mapping[str, Any] | None, dotted: str, default: Any = N
             return default
         node = node[part]
     return node
+
+
+def lax_int(value: Any) -> int | None:
+    """An int as pydantic's lax mode reads it (YAML may hold "100" or 100.0), else None (bools are not ints)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None

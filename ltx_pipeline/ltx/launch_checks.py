@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.ltx.buckets import SPATIAL_FACTOR, TEMPORAL_FACTOR, Bucket
-from ltx_pipeline.ltx.config_values import config_value
+from ltx_pipeline.ltx.config_values import config_value, lax_int
 from ltx_pipeline.ltx.data_check import Check, Severity, format_checks
 
 __all__ = ["DEFAULT_VIDEO_DIMS", "MIN_SHM_BYTES", "fixes_for", "format_checks", "launch_checks"]
@@ -38,17 +38,6 @@ _AUTO_FIXES = {
 }
 
 
-def _int(value: Any) -> int | None:
-    """An int as pydantic's lax mode reads it (YAML may hold "100"), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return None
 
 
 def _frames_fix(frames: int) -> int:
@@ -60,7 +49,7 @@ def _round32(value: int) -> int:
 
 
 def _dims(dims: Any, path: str, severity: Severity) -> list[Check]:
-    raw = [_int(v) for v in dims] if isinstance(dims, (list, tuple)) else []
+    raw = [lax_int(v) for v in dims] if isinstance(dims, (list, tuple)) else []
     values = [v for v in raw if v is not None]
     if len(values) != 3 or len(raw) != 3:
         return []  # the schema mirror reports malformed dims
@@ -91,7 +80,7 @@ def _validation(config: Mapping[str, Any]) -> list[Check]:
         for j, cond in enumerate(sample.get("conditions") or []):
             if not isinstance(cond, Mapping) or cond.get("type") not in ("prefix", "suffix") or not cond.get("video"):
                 continue
-            n = _int(cond.get("num_frames"))
+            n = lax_int(cond.get("num_frames"))
             prefix = cond["type"] == "prefix"
             if n is not None and ((n - 1) % TEMPORAL_FACTOR if prefix else n % TEMPORAL_FACTOR):
                 rule = "8k+1" if prefix else "a multiple of 8"
@@ -136,7 +125,7 @@ def _batches(config: Mapping[str, Any], num_processes: int, dataset_samples: int
     counts = {"optimization.batch_size": 2, "optimization.steps": 3000, "optimization.gradient_accumulation_steps": 1}
     values = {}
     for where, default in counts.items():
-        values[where] = value = _int(config_value(config, where, default))
+        values[where] = value = lax_int(config_value(config, where, default))
         if value is not None and value < 1:
             checks.append(Check("error", "non-positive", f"{where} is {value}; it must be at least 1", where,
                                 f"{where}: 1 or more"))
@@ -164,9 +153,9 @@ def _batches(config: Mapping[str, Any], num_processes: int, dataset_samples: int
 
 
 def _checkpoints(config: Mapping[str, Any]) -> list[Check]:
-    keep = _int(config_value(config, "checkpoints.keep_last_n", 1))
-    interval = _int(config_value(config, "checkpoints.interval"))
-    steps = _int(config_value(config, "optimization.steps", 3000))
+    keep = lax_int(config_value(config, "checkpoints.keep_last_n", 1))
+    interval = lax_int(config_value(config, "checkpoints.interval"))
+    steps = lax_int(config_value(config, "optimization.steps", 3000))
     if not (interval and steps and keep and keep > 0 and steps % interval == 0):
         return []
     where = "checkpoints.keep_last_n"
@@ -213,7 +202,7 @@ def _load_checkpoint(config: Mapping[str, Any], cwd: Path | None) -> list[Check]
                       "restarts at step 0 and overwrites earlier checkpoint files", where,
                       "put the matching training_state_step_N.pt beside it, or set checkpoints.no_resume: true "
                       "with a fresh output_dir to start a new count deliberately")]
-    steps = _int(config_value(config, "optimization.steps", 3000))
+    steps = lax_int(config_value(config, "optimization.steps", 3000))
     step = int(match.group(1)) if match else 0
     if not no_resume and steps is not None and steps <= step:
         return [Check("error", "nothing-to-train", f"optimization.steps {steps} is not above the resumed step "
@@ -247,7 +236,7 @@ def launch_checks(config: Mapping[str, Any], *, num_processes: int = 1, dataset_
                             "acceleration.quantization is set with model.training_mode: full, which the trainer "
                             "refuses", "acceleration.quantization",
                             "remove acceleration.quantization, or train a LoRA (model.training_mode: lora)"))
-    workers = _int(config_value(config, "data.num_dataloader_workers", 2))
+    workers = lax_int(config_value(config, "data.num_dataloader_workers", 2))
     if workers and workers > 0 and shm_bytes is not None and shm_bytes < MIN_SHM_BYTES:
         checks.append(Check("warning", "small-shm",
                             f"data.num_dataloader_workers is {workers} but /dev/shm is {shm_bytes // (1 << 20)} MiB: "

@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from ltx_pipeline.ltx.config_values import config_value
+from ltx_pipeline.ltx.config_values import config_value, lax_int
 from ltx_pipeline.ltx.data_check import Check
 
 __all__ = [
@@ -283,16 +283,6 @@ def text_encoder_8bit_checks(config: Mapping[str, Any], no_cuda: str | None) -> 
                   "CUDA device'", _8BIT, f"{_8BIT}: false (8-bit only saves text-encoder memory)")]
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return None
 
 
 def _stg_enabled(config: Mapping[str, Any]) -> bool:
@@ -319,8 +309,8 @@ def stg_blocks_checks(config: Mapping[str, Any], metadata: Mapping[str, Any], *,
     stated = config_value(config, _STG, list(DEFAULT_STG_BLOCKS))
     if not isinstance(stated, list):
         return []  # null means every block; anything else is the schema mirror's to report
-    blocks = [b for b in (_int(v) for v in stated) if b is not None]
-    layers = _int(metadata["config"]["transformer"].get("num_layers", DEFAULT_NUM_LAYERS))
+    blocks = [b for b in (lax_int(v) for v in stated) if b is not None]
+    layers = lax_int(metadata["config"]["transformer"].get("num_layers", DEFAULT_NUM_LAYERS))
     if layers is None or layers < 1:
         return []
     lacking = [b for b in blocks if not 0 <= b < layers]
