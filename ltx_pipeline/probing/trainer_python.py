@@ -18,7 +18,8 @@ from typing import Any
 from ltx_pipeline.probing import Finding, to_plain
 from ltx_pipeline.probing.models import TrainerCheck
 
-__all__ = ["ENVIRONMENT_MARK", "TRAINER_SIDE", "TrainerPythonCheck", "check_trainer_python", "run_environment_check"]
+__all__ = ["ENVIRONMENT_MARK", "TRAINER_SIDE", "TrainerPythonCheck", "check_trainer_python", "environment_report",
+           "run_environment_check"]
 
 #: Standalone scripts run with the trainer's interpreter (they import ltx_trainer, never ltx_pipeline).
 TRAINER_SIDE = Path(__file__).resolve().parents[1] / "trainer_side"
@@ -61,14 +62,19 @@ def run_environment_check(python: Path, trainer_dir: Path, *, quick: bool,
     except OSError as exc:
         return _failed(python, f"it could not be run ({exc.strerror or exc})",
                        "pass the python of the venv or conda env where ltx-trainer is installed (ENV/bin/python)")
-    line = next((ln for ln in done.stdout.splitlines() if ln.startswith(ENVIRONMENT_MARK)), None)
-    if line is None:
+    data = environment_report(done.stdout)
+    if data is None:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return _failed(python, f"the environment check failed (exit {done.returncode}): {tail}",
                        "check that this is a Python 3.10+ interpreter of the trainer's environment")
-    data = json.loads(line[len(ENVIRONMENT_MARK):])
     problems = tuple(data.get("problems") or ())
     return TrainerPythonCheck(str(python), not problems, data.get("versions") or {}, bool(data.get("cuda")), problems)
+
+
+def environment_report(output: str) -> dict[str, Any] | None:
+    """The JSON ``check_environment.py`` printed in ``output`` (its marked line), or None when there is none."""
+    line = next((ln for ln in output.splitlines() if ln.startswith(ENVIRONMENT_MARK)), None)
+    return dict(json.loads(line[len(ENVIRONMENT_MARK):])) if line is not None else None
 
 
 def _failed(python: Path, what: str, fix: str) -> TrainerPythonCheck:

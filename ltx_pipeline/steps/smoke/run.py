@@ -22,7 +22,7 @@ from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.evaluation import eval_sets
 from ltx_pipeline.ltx.modes import MODES, Mode
 from ltx_pipeline.probing.gpus import cuda_present
-from ltx_pipeline.probing.trainer_python import ENVIRONMENT_MARK, TRAINER_SIDE
+from ltx_pipeline.probing.trainer_python import TRAINER_SIDE, environment_report
 from ltx_pipeline.steps.smoke.diagnose import diagnose_log
 from ltx_pipeline.workspace import atomic_write
 
@@ -126,11 +126,9 @@ def _environment(backend: LtxBackend, logs: Path, result: SmokeResult) -> str:
     log = logs / "environment.log"
     argv = backend.trainer_run("python", str(TRAINER_SIDE / "check_environment.py"), str(backend.trainer_dir))
     code = _run(argv, backend.trainer_dir, log)
-    text = log.read_text(encoding="utf-8", errors="replace")
-    line = next((ln for ln in text.splitlines() if ln.startswith(ENVIRONMENT_MARK)), None)
-    if line is None:
+    report = environment_report(log.read_text(encoding="utf-8", errors="replace"))
+    if report is None:
         raise _fail_from_log("environment", code, log)
-    report = json.loads(line[len(ENVIRONMENT_MARK):])
     result.versions, result.cuda = report.get("versions") or {}, bool(report.get("cuda"))
     problems = report.get("problems") or []
     if problems:
