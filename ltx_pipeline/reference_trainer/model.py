@@ -7,7 +7,10 @@ Module names follow LTX-2's so its LoRA target patterns match the same layers:
 ``ff.net.2``, ``audio_attn1.*``, ``audio_attn2.*``, ``audio_ff.*``, ``video_to_audio_attn.*``,
 ``audio_to_video_attn.*``, plus ``patchify_proj``/``proj_out`` and their audio twins. The audio
 branch runs only when a batch carries audio latents. Every token has its own timestep, so clean
-conditioning tokens (sigma 0) and noisy ones share a sequence, as in LTX-2.
+conditioning tokens (sigma 0) and noisy ones share a sequence, as in LTX-2. Unlike LTX-2, the layers
+estimate the clean latent and the velocity is derived from it (``velocity_from_clean``), and the pooled
+caption joins the timestep in the modulation: both let a few LoRA steps on a random base learn the
+user's clips per caption (measured on the demo), which is what the toy is for.
 """
 
 from __future__ import annotations
@@ -24,12 +27,18 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from ltx_pipeline.reference_trainer.vae import latent_basis
+
 __all__ = ["ToyArchitecture", "ToyAVTransformer", "create_base", "load_base", "read_architecture"]
 
 METADATA_KEY = "reference_toy"
 LATENT_CHANNELS = 128
 AUDIO_CHANNELS = 8
 AUDIO_BINS = 16
+MIN_SIGMA = 0.05
+# The layers end in a LayerNorm and a fixed projection (outputs of about 0.6 a channel); the toy VAE's
+# latents reach about 1.6 a channel of its span (uniform pixels in [-1, 1]: sqrt(128 / 48)).
+CLEAN_SCALE = 3.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,34 @@ def _timestep_features(sigma: torch.Tensor, dim: int) -> torch.Tensor:
     freqs = torch.exp(-math.log(10000.0) * torch.arange(half, device=sigma.device) / half)
     angles = (sigma.float() * 1000.0).unsqueeze(-1) * freqs
     return torch.cat([angles.sin(), angles.cos()], dim=-1)
+
+
+def velocity_from_clean(noisy: torch.Tensor, sigma: torch.Tensor, clean: torch.Tensor,
+                        basis: torch.Tensor | None = None) -> torch.Tensor:
+    """Flow velocity ``(noisy - clean) / sigma`` from the layers' estimate of the clean latent.
+
+    The toy's layers predict the clean latent and the velocity follows, as ``noisy = (1 - s) clean +
+    s noise`` makes ``noise - clean = (noisy - clean) / s``. A pretrained velocity model has learnt to
+    carry the noise through; the toy's random base has not, and the demo's 60 LoRA steps do not teach
+    it (measured: the samples stay noise). Predicting the clean latent, a LoRA learns what a caption
+    looks like, not a copy of the noise. With ``basis`` ([128, k] orthonormal columns: the toy VAE
+    writes latents only in their span) the estimate is kept inside the span. ``sigma`` is floored at
+    ``MIN_SIGMA`` so that tokens near or at 0 (clean conditioning) and the loss's 1/sigma^2 weight stay
+    finite; a sampler stepping below it leaves under ``MIN_SIGMA`` of noise (about 2 pixel levels).
+    """
+    s = sigma.float().unsqueeze(-1).clamp_min(MIN_SIGMA)
+    estimate = clean.float() * CLEAN_SCALE
+    if basis is not None:
+        basis = basis.to(estimate.device)
+        estimate = estimate @ basis @ basis.T
+    return ((noisy.float() - estimate) / s).to(noisy.dtype)
+
+
+def _pooled(text: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of the caption's real tokens [B, L, d] -> [B, d], at the timestep features' norm (sqrt d)."""
+    keep = mask.to(text.dtype)[..., None]
+    pooled = (text * keep).sum(1) / keep.sum(1).clamp_min(1.0)
+    return F.normalize(pooled, dim=-1) * math.sqrt(text.shape[-1])
 
 
 def _positions(coords: torch.Tensor, dim: int) -> torch.Tensor:
@@ -172,6 +209,8 @@ class ToyAVTransformer(nn.Module):
         self.proj_out = nn.Linear(d, LATENT_CHANNELS)
         self.audio_proj_out = nn.Linear(a, AUDIO_CHANNELS * AUDIO_BINS)
         self.gradient_checkpointing = False
+        # Not a parameter nor in the state dict: fixed by the toy VAE, like its projection.
+        self.latent_basis = latent_basis()
 
     def forward(self, video: torch.Tensor, video_sigma: torch.Tensor, video_coords: torch.Tensor,
                 text: torch.Tensor, text_mask: torch.Tensor, audio: torch.Tensor | None = None,
@@ -187,8 +226,12 @@ class ToyAVTransformer(nn.Module):
         """
         d = self.arch.dim
         x = self.patchify_proj(video) + _positions(video_coords, d).to(video.dtype)
-        video_mod = self.adaln_single(_timestep_features(video_sigma, d).to(x.dtype))
         text_v = self.caption_projection(text)
+        # The pooled caption joins the timestep in the modulation (as in DiT-style models): cross-attention
+        # alone, near-uniform over captions that differ by two words, let 60 LoRA steps learn one render
+        # for every prompt (measured on the demo's data).
+        timestep = _timestep_features(video_sigma, d).to(x.dtype) + _pooled(text_v, text_mask)[:, None, :]
+        video_mod = self.adaln_single(timestep)
         audio_x = audio_mod = text_a = None
         if audio is not None:
             steps = torch.arange(audio.shape[1], device=audio.device)[:, None]
@@ -201,8 +244,10 @@ class ToyAVTransformer(nn.Module):
                 x, audio_x = checkpoint(block, *args, use_reentrant=False)
             else:
                 x, audio_x = block(*args)
-        video_out = self.proj_out(self.norm_out(x))
-        audio_out = None if audio_x is None else self.audio_proj_out(self.audio_norm_out(audio_x))
+        video_out = velocity_from_clean(video, video_sigma, self.proj_out(self.norm_out(x)), self.latent_basis)
+        audio_out = None
+        if audio_x is not None and audio is not None and audio_sigma is not None:
+            audio_out = velocity_from_clean(audio, audio_sigma, self.audio_proj_out(self.audio_norm_out(audio_x)))
         return video_out, audio_out
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-__all__ = ["AUDIO_RATE", "LATENT_CHANNELS", "decode", "encode", "encode_audio"]
+__all__ = ["AUDIO_RATE", "LATENT_CHANNELS", "decode", "encode", "encode_audio", "latent_basis"]
 
 LATENT_CHANNELS = 128
 PATCH = 32  # pixels per latent cell, each axis
@@ -34,6 +34,11 @@ def _projection() -> torch.Tensor:
     matrix = torch.randn(LATENT_CHANNELS, 3 * CELL * CELL, generator=generator, dtype=torch.float64)
     q, _ = torch.linalg.qr(matrix)
     return q.float()
+
+
+def latent_basis() -> torch.Tensor:
+    """[128, 48] orthonormal columns whose span holds every latent ``encode`` writes."""
+    return _projection()
 
 
 def latent_frames(frames: int) -> int:
