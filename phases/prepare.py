@@ -3,8 +3,10 @@ captioned, split, audited ``<run>/dataset/dataset.json``, then a second approval
 
 It carries out what the plan stated (``ltx/preparation.py``): media are staged under the run's
 ``dataset/media/`` (symlinks; copies across file systems) because the trainer resolves media against the
-metadata file, and the user's files are never moved or edited; videos longer than the plan's threshold
-are split into scenes (``steps/scenes.py``) under ``dataset/scenes/``; only clips without a caption are
+metadata file, and the user's files are never moved or edited; each video in which the plan found more
+than one scene is cut at the plan's cuts (``steps/scenes.py``) into ``dataset/scenes/``, scenes shorter
+than the smallest bucket dropped and listed (a plan made before cuts were found at plan time has them found
+here, with the same detector); only clips without a caption are
 captioned (``steps/captioning``), with progress kept in ``dataset/captions.json`` after each clip, so a
 killed engine captions nothing twice; a holdout is reserved into ``dataset/holdout.jsonl``. Three
 captions are shown in full and the run stops at a gate bound to the hash of ``dataset.json`` and
@@ -24,14 +26,16 @@ from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import BadDataset, LtxPipelineError
 from ltx_pipeline.ltx.metadata import read_metadata_rows, resolve_media
-from ltx_pipeline.ltx.preparation import PreparationPlan, choose_holdout, holdout_count
+from ltx_pipeline.ltx.preparation import PreparationPlan, choose_holdout, holdout_count, smallest_bucket_frames
 from ltx_pipeline.probing import media_rows, read_clips
 from ltx_pipeline.steps.captioning import DEFAULT_VLLM_URL, CaptionBook, make_captioner
-from ltx_pipeline.steps.scenes import cut_scenes, detect_scenes
+from ltx_pipeline.steps.scenes import DETECTOR, Scene, cut_scenes, detect_scenes
 from ltx_pipeline.workspace import atomic_write, ensure_inside
 
 __all__ = ["PHASE"]
 
+# split_over_s and min_scene_s are no longer read (deprecated): kept here so that an existing run's prepare phase
+# is not re-run by their absence.
 _REQUEST_INPUTS = ("dataset", "captioner", "vllm_url", "holdout", "holdout_file", "split_over_s", "min_scene_s",
                    "trigger", "trainer_root")
 
@@ -51,7 +55,7 @@ class PreparePhase:
                 "captions edited": _Files(ctx.paths.dataset).edits()}
 
     def run(self, ctx: RunContext) -> PhaseResult:
-        plan = PreparationPlan(**ctx.output("plan")["preparation"])
+        plan = PreparationPlan.from_dict(ctx.output("plan")["preparation"])
         if not plan.needed:
             ctx.narrate(f"Nothing to prepare: {plan.reason}.")
             return PhaseResult({"prepared": False, "reason": plan.reason})
@@ -60,7 +64,7 @@ class PreparePhase:
         files = _Files(ctx.paths.dataset)
         edits = files.edits()  # this run's fingerprint part, recorded with what it writes
         probe = ctx.output("probe")
-        min_frames = min(int(b.split("x")[2]) for s in ctx.output("plan")["recipe"]["stages"] for b in s["buckets"])
+        min_frames = smallest_bucket_frames(ctx.output("plan")["recipe"])
         clips, kept, dropped = self._stage(ctx, plan, probe["dataset"], files, min_frames)
         captions, written = self._caption(ctx, plan, clips, kept, files)
         rows = [{"caption": captions[rel], "video": rel} for rel in clips]
@@ -101,11 +105,11 @@ class PreparePhase:
         else:
             media = [(path, {}) for _, path in media_rows(source)]
             base = source if source.is_dir() else source.parent
-        long_videos = set(plan.long_videos)
+        split_videos = set(plan.split_videos)
         clips: list[str] = []
         dropped: list[str] = []
         for path, row in media:
-            if str(path) in long_videos:
+            if str(path) in split_videos:
                 made, lost = self._split(ctx, path, files, min_frames, plan)
                 clips += made
                 dropped += lost
@@ -123,9 +127,14 @@ class PreparePhase:
 
     def _split(self, ctx: RunContext, video: Path, files: _Files, min_frames: int,
                plan: PreparationPlan) -> tuple[list[str], list[str]]:
-        ctx.narrate(f"Splitting {video.name} into scenes (content detector, scenes of at least "
-                    f"{plan.min_scene_s:g} s)...")
-        scenes = detect_scenes(video, min_scene_seconds=plan.min_scene_s)
+        found = next((entry for entry in plan.scenes or () if entry["video"] == str(video)), None)
+        if found is None:  # a plan made before cuts were found at plan time
+            ctx.narrate(f"Looking for scene cuts in {video.name} ({DETECTOR.label})...")
+            scenes = detect_scenes(video)
+        else:
+            spans = sorted([(a, b) for a, b in found["scenes"]] + [(a, b) for a, b, _ in found["dropped"]])
+            scenes = [Scene(i, a, b, float(found["fps"])) for i, (a, b) in enumerate(spans, 1)]
+        ctx.narrate(f"Cutting {video.name} into {len(scenes)} scene(s) at the cuts the plan listed...")
         result = cut_scenes(video, scenes, files.scenes, min_frames=min_frames)
         lost = [f"{video.name} scene {scene.index} ({scene.start_s:.2f}-{scene.end_s:.2f} s): {why}"
                 for scene, why in result.dropped]
@@ -154,7 +163,7 @@ class PreparePhase:
         request = ctx.request
         captioner = make_captioner(plan.captioner, trigger=request.trigger,
                                    trainer_root=Path(request.trainer_root) if request.trainer_root else None,
-                                   vllm_url=request.vllm_url or DEFAULT_VLLM_URL)
+                                   vllm_url=request.vllm_url or DEFAULT_VLLM_URL, python=request.trainer_python)
         ctx.narrate(f"Captioning {len(missing)} clip(s) with {plan.captioner} ({len(clips) - len(missing)} already "
                     "captioned)...")
         on_count = ctx.options.get("on_count")
@@ -250,7 +259,7 @@ def _captioner_settings(ctx: RunContext, name: str) -> dict[str, Any]:
     try:
         return make_captioner(name, trigger=request.trigger,
                               trainer_root=Path(request.trainer_root) if request.trainer_root else None,
-                              vllm_url=request.vllm_url or DEFAULT_VLLM_URL).settings()
+                              vllm_url=request.vllm_url or DEFAULT_VLLM_URL, python=request.trainer_python).settings()
     except LtxPipelineError:
         return {"captioner": name, "available": False}  # the plan already blocks approval with the fix
 

@@ -152,8 +152,8 @@ def test_a_holdout_of_every_sample_is_refused_with_one_line(workspace, tmp_path,
 @pytest.mark.usefixtures("training_registered", "up_to_prepare")
 def test_a_long_video_with_no_scene_as_long_as_the_bucket_fails_with_one_line(workspace, tmp_path, fake_smi,
                                                                              capsys) -> None:
-    video = scenes_video(tmp_path / "short.mp4", seconds=2.0, cuts=0)  # one 48-frame scene
-    args = reference_args(workspace, video, fake_smi(H100_SMI), "--buckets", "64x32x49", "--split-over", "1")
+    video = scenes_video(tmp_path / "short.mp4", seconds=3.0, cuts=2)  # three 24-frame scenes
+    args = reference_args(workspace, video, fake_smi(H100_SMI), "--buckets", "64x32x49")
     assert main(args) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(errors) == 1 and "shorter than 49 frames" in errors[0] and "--buckets" in errors[0], errors

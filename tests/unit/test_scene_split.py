@@ -76,7 +76,7 @@ def test_five_scenes_are_found_within_a_frame_and_cut_into_five_clips(tmp_path: 
 def test_a_scene_shorter_than_a_bucket_is_dropped_with_its_reason(tmp_path: Path) -> None:
     video = scene_video(tmp_path / "flash.mp4", [60, 10, 60], audio=False)
 
-    scenes = detect_scenes(video, min_scene_seconds=0.25)
+    scenes = detect_scenes(video)
     assert [(scene.start_frame, scene.end_frame) for scene in scenes] == [(0, 60), (60, 70), (70, 130)]
 
     result = cut_scenes(video, scenes, tmp_path / "out", min_frames=25, stem="take")
@@ -87,12 +87,6 @@ def test_a_scene_shorter_than_a_bucket_is_dropped_with_its_reason(tmp_path: Path
     assert not read_media_info(result.clips[0].path).has_audio
     assert result.dropped == ((scenes[1], "10 frames < 25 (bucket frames)"),)
     assert not (tmp_path / "out" / "take-scene-002.mp4").exists()
-
-
-def test_the_minimum_scene_length_is_in_seconds(tmp_path: Path) -> None:
-    video = scene_video(tmp_path / "flash.mp4", [60, 10, 60], audio=False)
-    # At 24 fps one second is 24 frames: the 10-frame flash cannot be its own scene.
-    assert len(detect_scenes(video, min_scene_seconds=1.0)) == 2
 
 
 def test_cutting_twice_reuses_the_clips_and_a_file_not_ours_is_never_overwritten(tmp_path: Path) -> None:
