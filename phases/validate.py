@@ -14,14 +14,15 @@ and its fix. The launch command is built and stored here; nothing is launched.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
-from ltx_pipeline.errors import BadConfig
+from ltx_pipeline.errors import BadConfig, BadRequest
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
-from ltx_pipeline.ltx.launch_checks import fixes_for
+from ltx_pipeline.ltx.launch_checks import device_problem, fixes_for
 from ltx_pipeline.ltx.launch_plan import distributed_mode, launch_shape
 from ltx_pipeline.ltx.model_files import model_file_fixes
 from ltx_pipeline.steps.nodes import node_launch_printable, rank_zero
@@ -62,6 +63,11 @@ class ValidatePhase:
         shape = launch_shape(backend=ctx.request.backend, gpu_count=ctx.output("probe")["gpu_count"],
                              requested=ctx.request.processes, training_mode=recipe["training_mode"],
                              nodes=ctx.request.nodes)
+        # More processes than visible GPUs: ranks past the last GPU fail, or pile onto GPU 0 (issue 34).
+        if problem := device_problem(backend=ctx.request.backend, slurm=ctx.request.slurm,
+                                     processes_per_node=shape.processes, gpu_count=ctx.output("probe")["gpu_count"],
+                                     cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES")):
+            raise BadRequest(*problem)
         # The batch rules count every process of every node; the command is rank 0's (this machine's).
         processes, distributed = shape.total, shape.distributed
         nodes = rank_zero(ctx.request)

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from ltx_pipeline.cli import autotune_worker, config_tools, demo, nodes, smoke, training, workflow
+from ltx_pipeline.cli import autotune_worker, config_tools, demo, diagnose, nodes, smoke, training, workflow
 from ltx_pipeline.cli.bench import bench_app
 from ltx_pipeline.store.location import STORE_ENV
 
@@ -44,4 +44,5 @@ app.command("command")(config_tools.command)
 app.command("node-launch")(nodes.node_launch)
 app.command("autotune-worker")(autotune_worker.autotune_worker)
 app.command("smoke")(smoke.smoke)
+app.command("diagnose")(diagnose.diagnose)
 app.add_typer(bench_app, name="bench")

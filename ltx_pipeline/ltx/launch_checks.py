@@ -20,7 +20,8 @@ from ltx_pipeline.ltx.buckets import SPATIAL_FACTOR, TEMPORAL_FACTOR, Bucket
 from ltx_pipeline.ltx.config_values import config_value, lax_int
 from ltx_pipeline.ltx.data_check import Check, Severity, format_checks
 
-__all__ = ["DEFAULT_VIDEO_DIMS", "MIN_SHM_BYTES", "fixes_for", "format_checks", "launch_checks"]
+__all__ = ["DEFAULT_VIDEO_DIMS", "MIN_SHM_BYTES", "device_placement_line", "device_problem", "fixes_for",
+           "format_checks", "launch_checks", "visible_gpus"]
 
 DEFAULT_VIDEO_DIMS = (960, 544, 89)  # ValidationConfig.video_dims default (facts §1.9)
 MIN_SHM_BYTES = 1 << 30
@@ -260,3 +261,58 @@ def fixes_for(checks: Iterable[Check]) -> list[tuple[str, Any, str]]:
         if match:
             patches.setdefault(match.group(1), (match.group(1), int(match.group(2)), _AUTO_FIXES[check.code]))
     return list(patches.values())
+
+
+def visible_gpus(gpu_count: int, cuda_visible_devices: str | None) -> int:
+    """GPUs a launch can use: those found, narrowed by ``CUDA_VISIBLE_DEVICES`` when it is set."""
+    if cuda_visible_devices is None:
+        return gpu_count
+    listed = [d for d in cuda_visible_devices.split(",") if d.strip() and d.strip() != "-1"]
+    return min(gpu_count, len(listed))
+
+
+def device_problem(*, backend: str, slurm: bool, processes_per_node: int, gpu_count: int,
+                   cuda_visible_devices: str | None) -> tuple[str, str, str] | None:
+    """``(what, where, fix)`` when a node would run more training processes than it has visible GPUs.
+
+    The trainer puts each rank on ``cuda:LOCAL_RANK``; a rank past the last GPU fails with "invalid device
+    ordinal", and an older trainer that loads onto bare ``cuda`` stacks every rank's models on GPU 0 (real users
+    launched 4 processes on 2 GPUs). Only the real trainer on this machine is checked: the toy backends
+    simulate their GPUs, and under SLURM the job's nodes, not this one, have the GPUs. No GPU found at all
+    (a CPU run, or GPUs only assumed) is left to the probe's own findings.
+    """
+    if backend != "ltx" or slurm or gpu_count < 1:
+        return None
+    visible = visible_gpus(gpu_count, cuda_visible_devices)
+    if processes_per_node <= visible:
+        return None
+    narrowed = f" (CUDA_VISIBLE_DEVICES={cuda_visible_devices})" if visible < gpu_count else ""
+    return (f"{processes_per_node} training processes per node but only {visible} visible GPU(s){narrowed}: each "
+            f"process needs a GPU of its own (the trainer puts rank N on cuda:N)",
+            "--processes (processes: in run.yaml)",
+            f"run with --processes {max(1, visible)} (one process per GPU)"
+            + (", or unset/widen CUDA_VISIBLE_DEVICES" if visible < gpu_count else "")
+            + ", then `ltx-pipeline resume`")
+
+
+def device_placement_line(trainer_root: Path | None, processes_per_node: int) -> str | None:
+    """The plan's line on where a multi-process launch puts each rank's models, read from the trainer's source.
+
+    ltx-trainer 1.2 loads the embeddings processor (``trainer.py`` ``_load_models``) and, while caching the
+    validation prompts, the Gemma text encoder (``validation_runner.py`` ``_local_rank_device``) onto
+    ``cuda:LOCAL_RANK``; a checkout whose source lacks that loads them onto bare ``cuda`` (GPU 0) on every rank.
+    """
+    if processes_per_node <= 1 or trainer_root is None:
+        return None
+    source = Path(trainer_root) / "packages" / "ltx-trainer" / "src" / "ltx_trainer"
+    try:
+        texts = [(source / name).read_text(encoding="utf-8") for name in ("trainer.py", "validation_runner.py")]
+    except OSError:
+        return None  # no readable checkout: the probe reports that
+    if all("LOCAL_RANK" in text for text in texts):
+        return (f"- Devices: each of the {processes_per_node} processes per node loads the embeddings processor and, "
+                "while caching the validation prompts, the Gemma text encoder onto its own GPU (cuda:LOCAL_RANK, "
+                "ltx_trainer/trainer.py and validation_runner.py); preprocessing runs one process on cuda:0")
+    return (f"- Devices: this checkout's trainer loads the text encoder and embeddings processor onto one fixed "
+            f"device (bare `cuda`, GPU 0) on every rank: {processes_per_node} copies share GPU 0. Set "
+            "acceleration.load_text_encoder_in_8bit: true, or update the checkout (`git pull && uv sync`)")

@@ -32,7 +32,7 @@ from ltx_pipeline.ltx.config_patch import apply_patches
 from ltx_pipeline.ltx.evaluation import EvalPrompt, eval_patches, render_order, smaller_dims
 from ltx_pipeline.ltx.media import BadMedia, read_frames, read_media_info
 from ltx_pipeline.steps.validation import LaunchTarget, validate_stage
-from ltx_pipeline.trainer_log import LogFollower, classify_failure, read_tail
+from ltx_pipeline.trainer_log import LogFollower, classify_failure, failure_tail, read_tail
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
 
@@ -267,7 +267,7 @@ class EvalRenderer:
         record = handle.exit() or {}
         code, signal = record.get("exit_code", 137), record.get("signal", 9 if not record else None)
         values = load_yaml(job.config_file.read_text(encoding="utf-8")) or {}
-        failure = classify_failure(code, signal, read_tail(log, 200), config=values, initial_validation=True)
+        failure = classify_failure(code, signal, failure_tail(log), config=values, initial_validation=True)
         if failure.kind in _OOM_KINDS and state.get("retry_dims") is None:
             planned = job.planned_dims  # the first failure is always at the planned dims
             state["retry_dims"] = smaller_dims(planned)

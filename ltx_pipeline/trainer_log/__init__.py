@@ -15,10 +15,13 @@ Public API (pure standard library, safe to import from the CLI at start-up):
   ``TrainingStats``, ``WandbRun``, ``ErrorSignal`` (kinds in ``ERROR_KINDS``); ``Event`` is their union.
 - ``LogFollower(path, offset).read_new(max_bytes, final=False) -> (lines, new_offset)``,
   ``.read_text(...) -> (text, new_offset)`` (the same lines as one string, for ``feed_text``) and
-  ``read_tail(path, n)``.
+  ``read_tail(path, n)``; ``failure_tail(path)``: the lines every failure is classified from (the last
+  ``FAILURE_TAIL_LINES`` after the last ``LAUNCH_BOUNDARY``).
 - ``classify_failure(exit_code, signal, log_tail, stderr_tail=None, *, config=None,
-  initial_validation=None) -> Failure`` with ``Failure.kind`` in ``FAILURE_KINDS`` and ordered
-  ``FixStep(path, value, reason)`` entries (``path`` None = advice, not a config diff).
+  initial_validation=None) -> Failure`` with ``Failure.kind`` in ``FAILURE_KINDS``, ``Failure.phase`` in
+  ``PHASES`` (or None), ``Failure.rank`` (multi-process launches) and ordered ``FixStep(path, value,
+  reason)`` entries (``path`` None = advice, not a config diff). ``canonical_kind`` maps a stored kind
+  of an earlier version (``LEGACY_KINDS``: ``environment`` -> ``dependency_error``) to today's name.
 
 Import from this package only; the inner modules are private and import one way
 (``_events`` <- ``_messages`` <- ``_grammar`` <- ``_classify``; ``_events`` <- ``_progress``):
@@ -29,9 +32,12 @@ Import from this package only; the inner modules are private and import one way
 - ``_progress``: ``TrainingProgress``, folding events into steps, losses, checkpoints and the ETA.
 - ``_follow``: ``LogFollower`` and ``read_tail``, incremental reading of the log file.
 - ``_classify``: ``classify_failure``, symptom -> failure kind -> proposed fixes.
+- ``_kinds`` (the kind vocabulary, ``FixStep``), ``_launcher`` (``[rankN]: `` prefixes), ``_phase`` (the
+  trainer's phase lines and frames), ``_detect`` (dependency, dataset and stale-embedding failures): leaves
+  that ``_classify`` imports.
 """
 
-from ltx_pipeline.trainer_log._classify import FAILURE_KINDS, Failure, FixStep, classify_failure
+from ltx_pipeline.trainer_log._classify import Failure, classify_failure
 from ltx_pipeline.trainer_log._events import (
     ERROR_KINDS,
     CheckpointLoaded,
@@ -56,14 +62,26 @@ from ltx_pipeline.trainer_log._events import (
     ValidationSaved,
     WandbRun,
 )
-from ltx_pipeline.trainer_log._follow import DEFAULT_MAX_BYTES, LogFollower, read_tail
+from ltx_pipeline.trainer_log._follow import (
+    DEFAULT_MAX_BYTES,
+    FAILURE_TAIL_LINES,
+    LAUNCH_BOUNDARY,
+    LogFollower,
+    failure_tail,
+    read_tail,
+)
 from ltx_pipeline.trainer_log._grammar import LogParser, parse_lines
+from ltx_pipeline.trainer_log._kinds import FAILURE_KINDS, LEGACY_KINDS, PHASES, FixStep, canonical_kind
 from ltx_pipeline.trainer_log._progress import TrainingProgress
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "FAILURE_TAIL_LINES",
+    "LAUNCH_BOUNDARY",
     "ERROR_KINDS",
     "FAILURE_KINDS",
+    "LEGACY_KINDS",
+    "PHASES",
     "CheckpointLoaded",
     "CheckpointLoading",
     "CheckpointRemoved",
@@ -90,7 +108,9 @@ __all__ = [
     "TrainingStats",
     "ValidationSaved",
     "WandbRun",
+    "canonical_kind",
     "classify_failure",
+    "failure_tail",
     "parse_lines",
     "read_tail",
 ]

@@ -4,17 +4,12 @@ This module owns the mapping *symptom → failure kind → proposed config chang
 trainer's and the skill's troubleshooting tables. It proposes; it never edits a config (the caller
 asks the user, then patches through the config layer). Pure standard library.
 
-Validation-vs-training OOM rule (the trainer has no OOM handling, so only context tells):
-
-1. Traceback frames decide first. Frames in ``validation_runner.py`` / ``validation_sampler.py`` /
-   ``_run_distributed_validation`` / ``_sample_videos`` mean validation; frames caching the
-   validation prompts (``_cache_prompt_embeddings``, ``load_text_encoder``) mean validation too, in its
-   text-encoder phase. Frames in ``_training_step`` / ``backward`` / ``clip_grad_norm_`` mean training.
-2. Otherwise the last event before the error decides: ``Offloading optimizer state to CPU`` (printed
-   only when a validation pass begins) → validation; a validation-finished line or a Step line →
-   training; the start line with no validation-finished line after it → validation when the step-0
-   validation is expected (``initial_validation`` not False), because it runs before any training
-   step; nothing yet (model loading) → training.
+Order of work: launcher prefixes (``[rank1]: ``, ``[default0]:``) are stripped first and the failing
+rank kept (``_launcher``); the phase comes from the trainer's own log lines, the last before the
+failure, with traceback frames as the second witness (``_phase``). A GPU out-of-memory in embedding
+pre-computation or validation sampling is ``oom_validation`` (with the 8-bit text encoder first when it
+came while caching the validation prompts); anywhere else ``oom_training``. Environment and data
+failures come from ``_detect``. Kind names and the stored-name mapping live in ``_kinds``.
 """
 
 from __future__ import annotations
@@ -22,47 +17,26 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ltx_pipeline.ltx.config_values import config_value
-from ltx_pipeline.trainer_log._events import (
-    ErrorSignal,
-    Event,
-    OptimizerOffloaded,
-    StepEvent,
-    TrainingStarted,
-    ValidationSaved,
-)
+from ltx_pipeline.trainer_log._detect import dataset_failure, dependency_failure, stale_embeddings_failure
+from ltx_pipeline.trainer_log._events import ErrorSignal, Event, StepEvent
 from ltx_pipeline.trainer_log._grammar import parse_lines
+from ltx_pipeline.trainer_log._kinds import FAILURE_KINDS, FixStep
+from ltx_pipeline.trainer_log._launcher import failed_rank_from_summary, strip_launcher_prefixes
+from ltx_pipeline.trainer_log._phase import find_phase
 
 __all__ = ["FAILURE_KINDS", "Failure", "FixStep", "classify_failure"]
-
-# ``host_oom`` needs the log's own evidence (a shell's "Killed", a DataLoader worker killed, MemoryError);
-# a bare SIGKILL is ``killed``: a user's ``kill -9`` and the kernel's OOM killer look the same from here.
-FAILURE_KINDS = ("oom_training", "oom_validation", "host_oom", "killed", "shm_bus_error", "nan_loss", "config_error",
-                 "missing_files", "environment", "crash")
 
 SIGKILL = 9
 SIGBUS = 7
 
-_VALIDATION_FRAME_RE = re.compile(
-    r"validation_runner\.py|validation_sampler\.py|_run_distributed_validation|_sample_videos|run_validation"
-)
-_ENCODER_FRAME_RE = re.compile(r"_cache_prompt_embeddings|_load_text_encoder_and_cache_embeddings|load_text_encoder")
-_TRAINING_FRAME_RE = re.compile(r"_training_step|in backward|clip_grad_norm_|torch/autograd/")
 _PYDANTIC_TITLE_RE = re.compile(r"(\d+) validation errors? for (\w+)")
 _RICH_LEVEL_RE = re.compile(r"^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +")
 _RICH_LOCATION_RE = re.compile(r" +[\w.\-]+\.py:\d+$")
 _NAN_LINE_RE = re.compile(r"Loss:\s*(?:nan|-?inf)\b", re.IGNORECASE)
-
-
-class FixStep(NamedTuple):
-    """One proposed change: ``path`` is a dotted config path, or None for advice that is no config diff."""
-
-    path: str | None
-    value: Any
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -73,6 +47,9 @@ class Failure:
     evidence: str
     field_paths: list[str] = field(default_factory=list)
     fix: list[FixStep] = field(default_factory=list)
+    phase: str | None = None  # one of ``PHASES``, from the trainer's own lines (None: not known)
+    rank: int | None = None  # the failing process's rank in a multi-process launch (None: one process/unknown)
+    phase_evidence: str | None = None  # the trainer's line (or traceback frame) the phase was read from
 
     @property
     def config_changes(self) -> list[FixStep]:
@@ -96,14 +73,34 @@ def classify_failure(exit_code: int | None, signal: int | None, log_tail: list[s
             set and ``skip_initial_validation`` false); None assumes the trainer default (yes).
 
     Returns:
-        The ``Failure``; kinds are checked in the order config error, GPU OOM, shared-memory bus error,
-        missing files, NaN loss, environment, host OOM (the log's evidence of it), killed (a bare SIGKILL:
-        by a user or the kernel's OOM killer, the log cannot tell), and anything else is a crash.
+        The ``Failure`` with its phase and failing rank; kinds are checked in the order config error, data
+        error, stale embeddings, GPU OOM, shared-memory bus error, missing files, NaN loss, dependency error,
+        host OOM (the log's evidence of it), killed (a bare SIGKILL: by a user or the kernel's OOM killer,
+        the log cannot tell), and anything else is a crash.
     """
-    stderr_tail = list(stderr_tail or [])
-    lines = list(log_tail) + stderr_tail
+    log_lines, log_ranks = strip_launcher_prefixes(list(log_tail))
+    err_lines, err_ranks = strip_launcher_prefixes(list(stderr_tail or []))
+    lines, ranks = log_lines + err_lines, log_ranks + err_ranks
+    finding = find_phase(lines, initial_validation=initial_validation)
+    failure = _classify(exit_code, signal, log_lines, err_lines, config, finding.phase)
+    return replace(failure, phase=finding.phase, phase_evidence=finding.witness,
+                   rank=_failing_rank(lines, ranks, failure.evidence))
+
+
+def _failing_rank(lines: list[str], ranks: list[int | None], evidence: str) -> int | None:
+    """The rank that printed the evidence line, else the root cause torchrun's summary names."""
+    for line, rank in zip(reversed(lines), reversed(ranks), strict=True):
+        if rank is not None and evidence and evidence in line:
+            return rank
+    return failed_rank_from_summary(lines)
+
+
+def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], stderr_tail: list[str],
+              config: Mapping[str, Any] | None, phase: str | None) -> Failure:
+    lines = log_tail + stderr_tail
     events = parse_lines(log_tail) + parse_lines(stderr_tail)
     signals = [e for e in events if isinstance(e, ErrorSignal)]
+    steps_logged = any(isinstance(e, StepEvent) for e in events)
 
     def last(kind: str) -> ErrorSignal | None:
         # The last match is the exception line itself, after any traceback source lines quoting it.
@@ -111,8 +108,12 @@ def classify_failure(exit_code: int | None, signal: int | None, log_tail: list[s
 
     if (found := _config_error(log_tail)) or (found := _config_error(stderr_tail)):
         return found
+    if data := dataset_failure(lines, config):
+        return Failure(data.kind, data.evidence, fix=data.fix)
+    if stale := stale_embeddings_failure(lines, phase, steps_logged, config):
+        return Failure(stale.kind, stale.evidence, fix=stale.fix)
     if oom := [s for s in signals if s.kind == "oom"]:
-        return _oom_failure(oom, lines, parse_lines(log_tail), config, initial_validation)
+        return _oom_failure(oom, config, phase, lines)
     if (shm := last("shm_bus_error")) or signal == SIGBUS or exit_code in (128 + SIGBUS, -SIGBUS):
         evidence = shm.text if shm else f"terminated by SIGBUS (exit code {exit_code}, signal {signal})"
         return Failure("shm_bus_error", evidence, fix=_shm_fix(config))
@@ -122,13 +123,19 @@ def classify_failure(exit_code: int | None, signal: int | None, log_tail: list[s
             "data.preprocessed_data_root, model.load_checkpoint and validation media against the evidence line."
         ))])
     nan_steps = [e for e in events if isinstance(e, StepEvent) and not math.isfinite(e.loss)]
-    if nan_steps:
-        evidence = next((_message(ln) for ln in lines if _NAN_LINE_RE.search(ln)), f"Step {nan_steps[0].step}: nan")
+    nan_signal = last("nan_loss")
+    if nan_steps or nan_signal:
+        evidence = next((_message(ln) for ln in lines if _NAN_LINE_RE.search(ln)), None) or (
+            nan_signal.text if nan_signal else f"Step {nan_steps[0].step}: nan")
         return Failure("nan_loss", evidence, fix=_nan_fix(config, events))
-    if environment := _environment_failure(lines):
-        return environment
+    if dependency := dependency_failure(lines, config):
+        return Failure(dependency.kind, dependency.evidence, fix=dependency.fix)
+    if killer := last("oom_killer"):
+        # The "Killed process N" line names the victim; oom-kill/oom_reaper lines only bracket it.
+        killer = next((s for s in reversed(signals) if s.kind == "oom_killer" and "Killed process" in s.text), killer)
+        return Failure("host_oom", killer.text, fix=_host_oom_fix(config, kernel=True))
     if killed := last("killed") or last("worker_killed") or last("host_memory"):
-        return Failure("host_oom", killed.text, fix=_host_oom_fix())
+        return Failure("host_oom", killed.text, fix=_host_oom_fix(config, kernel=False))
     if signal == SIGKILL or exit_code in (128 + SIGKILL, -SIGKILL):
         # No out-of-memory line: who sent the signal is not in the log, so it is not guessed.
         return Failure("killed", f"killed (SIGKILL): by a user, or the kernel's OOM killer (exit code {exit_code}, "
@@ -186,29 +193,22 @@ def _pydantic_errors(block: list[str]) -> tuple[list[str], list[str]]:
 # -- OOM ---------------------------------------------------------------------------------------------
 
 
-def _oom_failure(oom: list[ErrorSignal], lines: list[str], log_events: list[Event],
-                 config: Mapping[str, Any] | None, initial_validation: bool | None) -> Failure:
+def _oom_failure(oom: list[ErrorSignal], config: Mapping[str, Any] | None, phase: str | None,
+                 lines: list[str]) -> Failure:
     preferred = [s for s in oom if re.search(r"OutOfMemoryError|out of memory", s.text, re.IGNORECASE)]
     evidence = (preferred or oom)[-1].text
-    frames = [ln for ln in lines if ln.lstrip().startswith('File "')]
-    frame_text = "\n".join(frames)
-    if _ENCODER_FRAME_RE.search(frame_text):
-        return Failure("oom_validation", evidence, fix=_validation_oom_fix(config, text_encoder=True))
-    if _VALIDATION_FRAME_RE.search(frame_text):
-        return Failure("oom_validation", evidence, fix=_validation_oom_fix(config, text_encoder=False))
-    if _TRAINING_FRAME_RE.search(frame_text):
-        return Failure("oom_training", evidence, fix=_training_oom_fix(config))
-    phase = "startup"
-    for event in log_events:
-        if isinstance(event, TrainingStarted):
-            phase = "validation" if initial_validation is not False else "training"
-        elif isinstance(event, OptimizerOffloaded):
-            phase = "validation"
-        elif isinstance(event, (ValidationSaved, StepEvent)):
-            phase = "training"
-    if phase == "validation":
-        return Failure("oom_validation", evidence, fix=_validation_oom_fix(config, text_encoder=False))
-    return Failure("oom_training", evidence, fix=_training_oom_fix(config))
+    # The trainer logs this line only when the offload is on (trainer.py): never offer it again.
+    offloaded = any(_OFFLOADED_LINE in line for line in lines)
+    if phase == "embedding_precomputation":
+        return Failure("oom_validation", evidence,
+                       fix=_validation_oom_fix(config, text_encoder=True, offloaded=offloaded))
+    if phase == "validation_sampling":
+        return Failure("oom_validation", evidence,
+                       fix=_validation_oom_fix(config, text_encoder=False, offloaded=offloaded))
+    return Failure("oom_training", evidence, fix=_training_oom_fix(config, loading=phase == "model_loading"))
+
+
+_OFFLOADED_LINE = "Offloading optimizer state to CPU"
 
 
 def _keep(config: Mapping[str, Any] | None, steps: list[FixStep]) -> list[FixStep]:
@@ -225,7 +225,7 @@ def _smaller_dims(config: Mapping[str, Any] | None) -> list[int]:
     return [max(256, width // 2 // 32 * 32), max(256, height // 2 // 32 * 32), max(9, (frames - 1) // 2 // 8 * 8 + 1)]
 
 
-def _training_oom_fix(config: Mapping[str, Any] | None) -> list[FixStep]:
+def _training_oom_fix(config: Mapping[str, Any] | None, *, loading: bool = False) -> list[FixStep]:
     batch = int(config_value(config, "optimization.batch_size", 1) or 1)
     accumulation = int(config_value(config, "optimization.gradient_accumulation_steps", 1) or 1)
     steps = [FixStep("optimization.batch_size", 1, "batch 1 is the cheapest per-step memory; raise "
@@ -246,19 +246,24 @@ def _training_oom_fix(config: Mapping[str, Any] | None) -> list[FixStep]:
                 "this is not a config.yaml change."),
         FixStep("validation.video_dims", _smaller_dims(config), "cheaper validation passes leave more headroom"),
     ]
+    if loading:
+        # Out of memory before any step: the weights themselves do not fit, so smaller weights come first.
+        steps.sort(key=lambda step: step.path != "acceleration.quantization")
     return _keep(config, steps)
 
 
-def _validation_oom_fix(config: Mapping[str, Any] | None, *, text_encoder: bool) -> list[FixStep]:
+def _validation_oom_fix(config: Mapping[str, Any] | None, *, text_encoder: bool,
+                        offloaded: bool = False) -> list[FixStep]:
     steps: list[FixStep] = []
     if text_encoder:
         steps.append(FixStep("acceleration.load_text_encoder_in_8bit", True,
                              "the OOM came while caching validation prompts with the full-precision Gemma"))
     inference_steps = int(config_value(config, "validation.inference_steps", 30) or 30)
     interval = config_value(config, "validation.interval", 100)
+    if not offloaded:
+        steps.append(FixStep("acceleration.offload_optimizer_during_validation", True,
+                             "moves optimizer state to CPU while sampling (no effect under FSDP)"))
     steps += [
-        FixStep("acceleration.offload_optimizer_during_validation", True,
-                "moves optimizer state to CPU while sampling (no effect under FSDP)"),
         FixStep("validation.video_dims", _smaller_dims(config), "smaller validation videos need less memory"),
         FixStep("validation.inference_steps", max(5, inference_steps // 2), "fewer denoising steps per sample"),
     ]
@@ -294,13 +299,22 @@ def _nan_fix(config: Mapping[str, Any] | None, events: list[Event]) -> list[FixS
     return _keep(config, steps)
 
 
-def _host_oom_fix() -> list[FixStep]:
-    return [
-        FixStep(None, None, "Most likely the host ran out of RAM (the evidence line); `dmesg -T | grep -i oom` or "
-                "`journalctl -k | grep -i oom` confirms it: the kernel's OOM killer logs each process it kills."),
-        FixStep(None, None, "Free host memory (close other jobs, add RAM or swap) or lower "
-                "data.num_dataloader_workers, then resume from the newest checkpoint pair."),
-    ]
+def _host_oom_fix(config: Mapping[str, Any] | None, *, kernel: bool) -> list[FixStep]:
+    workers = int(config_value(config, "data.num_dataloader_workers", 2) or 0)
+    proof = ("The kernel's OOM killer ended the trainer: the host ran out of RAM (GPU memory was not the limit)."
+             if kernel else
+             "Most likely the host ran out of RAM (the evidence line); `dmesg -T | grep -i -E 'out of memory|killed "
+             "process'` or `journalctl -k | grep -i oom` confirms it: the kernel's OOM killer logs each process "
+             "it kills.")
+    # Advice, not a config diff: other processes may hold the RAM, and only the user knows which.
+    steps = [FixStep(None, None, proof)]
+    if workers > 0:
+        steps.append(FixStep(None, None, f"Lower data.num_dataloader_workers ({workers} -> {workers // 2}): each "
+                             "DataLoader worker holds its own batches in host RAM."))
+    steps.append(FixStep(None, None, "Free host memory (close other jobs, add RAM or swap; in a container raise its "
+                         "memory limit, e.g. `docker run --memory`), then `ltx-pipeline resume` continues from the "
+                         "newest checkpoint pair."))
+    return steps
 
 
 def _killed_fix() -> list[FixStep]:
@@ -313,40 +327,6 @@ def _killed_fix() -> list[FixStep]:
                 "data.num_dataloader_workers; either way `ltx-pipeline resume` continues from the newest "
                 "checkpoint pair."),
     ]
-
-
-# The trainer's environment, not the run: what real users hit most (a module missing, a torch build that its
-# companions do not match, a system library absent). Each pattern, the fix it implies.
-_ENVIRONMENT_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'"),
-     "Module {0} is missing from the trainer's environment: install it there (`<trainer python> -m pip install "
-     "{1}`, or `uv sync` in the checkout), then run `ltx-pipeline smoke` to check the whole environment."),
-    (re.compile(r"8-bit Gemma quantization requires a CUDA device"),
-     "acceleration.load_text_encoder_in_8bit needs a CUDA GPU: set it to false on this machine."),
-    (re.compile(r"Could not load libtorchcodec|libavutil\.so|libavcodec\.so|libavformat\.so"),
-     "torchcodec cannot load FFmpeg's shared libraries: install FFmpeg 4-7 where the trainer runs (Debian 12: "
-     "apt-get install libavcodec59 libavformat59 libavutil57 libswresample4 libswscale6), or train video only."),
-    (re.compile(r"operator torchvision::\w+ does not exist|(lib\w+\.so[.\d]*): cannot open shared object file"),
-     "The torch build does not match torchvision/torchaudio (or a system library is missing): install the "
-     "versions the trainer pins together, from one index (e.g. the default torch build, not +cpu, with the "
-     "registry's torchvision and torchaudio)."),
-    (re.compile(r"^(?:\S+: )?ImportError: .+"),
-     "An import failed in the trainer's environment: reinstall ltx-trainer and its pinned dependencies there, "
-     "then run `ltx-pipeline smoke`."),
-)
-
-
-def _environment_failure(lines: list[str]) -> Failure | None:
-    """A failure of the trainer's environment, from its exception line, with the fix that line implies."""
-    for pattern, advice in _ENVIRONMENT_PATTERNS:
-        for line in reversed(lines):
-            found = pattern.search(line.strip())
-            if found:
-                module = found.group(1) if found.groups() and found.group(1) else ""
-                package = module.split(".")[0] if module else ""
-                advice_text = advice.format(module, package) if "{0}" in advice else advice
-                return Failure("environment", line.strip(), fix=[FixStep(None, None, advice_text)])
-    return None
 
 
 def _crash_evidence(lines: list[str], signals: list[ErrorSignal], exit_code: int | None,

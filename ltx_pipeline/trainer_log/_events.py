@@ -222,5 +222,5 @@ Event = (
     | SamplesSkipped | MediaSkipped | TrainingStats | WandbRun | ErrorSignal
 )
 
-ERROR_KINDS = ("oom", "config_error", "shm_bus_error", "worker_killed", "host_memory", "missing_files",
-               "traceback", "killed", "logged_error")
+ERROR_KINDS = ("oom", "config_error", "shm_bus_error", "worker_killed", "oom_killer", "host_memory", "nan_loss",
+               "missing_files", "traceback", "killed", "logged_error")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["DEFAULT_MAX_BYTES", "LogFollower", "read_tail"]
+__all__ = ["DEFAULT_MAX_BYTES", "FAILURE_TAIL_LINES", "LAUNCH_BOUNDARY", "LogFollower", "failure_tail", "read_tail"]
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 
@@ -117,3 +117,20 @@ def read_tail(path: Path | str, n: int = 200, max_bytes: int = 1024 * 1024) -> l
     if start > 0 and lines:
         lines = lines[1:]  # the first line was cut by the byte window
     return lines[-n:] if n > 0 else []
+
+
+# What ``phases/train.py`` writes into a stage's log before each launch (the log is appended across launches).
+LAUNCH_BOUNDARY = "=== ltx-pipeline: launch"
+# Enough for a two-rank traceback, torchrun's summary and the phase line before them.
+FAILURE_TAIL_LINES = 400
+
+
+def failure_tail(path: Path | str, n: int = FAILURE_TAIL_LINES) -> list[str]:
+    """The lines a failure is classified from: the log's last ``n``, after its last launch boundary.
+
+    The engine (train, autotune trials, evaluate) and ``ltx-pipeline diagnose`` read the same lines, so
+    ``status``, ``failure.md`` and ``diagnose`` agree on the same log.
+    """
+    tail = read_tail(path, n)
+    boundary = max((i for i, line in enumerate(tail) if line.startswith(LAUNCH_BOUNDARY)), default=-1)
+    return tail[boundary + 1:]

@@ -87,10 +87,14 @@ _ERROR_PATTERNS = (
     ("config_error", re.compile(r"Error: Invalid configuration data:")),
     ("shm_bus_error", re.compile(r"Bus error|out of shared memory|shared memory \(shm\)", re.IGNORECASE)),
     ("worker_killed", re.compile(r"DataLoader worker \(pid[^)]*\) is killed by signal")),
+    # The kernel's OOM killer (dmesg / journalctl -k): host RAM, not the GPU; before "oom", which it would match.
+    ("oom_killer", re.compile(r"(?i:out of memory): Kill(?:ed)? process \d+|oom-kill:|oom_reaper: reaped process")),
     ("oom", re.compile(
         r"OutOfMemoryError|out of memory|Tried to allocate|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED",
         re.IGNORECASE)),
     ("host_memory", re.compile(r"(?<![A-Za-z])MemoryError\b")),
+    # NaN losses in the formats other trainers and loops print (the trainer's own Step lines are StepEvents).
+    ("nan_loss", re.compile(r"(?<![A-Za-z])loss(?:\s*[:=]\s*|\s+is\s+)[-+]?(?:nan|inf)\b", re.IGNORECASE)),
     ("missing_files", re.compile(
         r"FileNotFoundError|Configuration file .* does not exist|directory does not exist|"
         r"Dataset path does not exist|No data files found|No valid samples found|Invalid checkpoint path")),
@@ -100,7 +104,7 @@ _ERROR_PATTERNS = (
 # Cheap pre-filter so ordinary lines skip the error regexes entirely.
 _ERROR_HINT_RE = re.compile(
     r"rror|emory|llocate|ALLOC|shm|killed|Killed|Traceback|exist|No data files|No valid samples|"
-    r"Invalid checkpoint"
+    r"Invalid checkpoint|oom|oss[:=\s]|OSS[:=\s]"
 )
 
 

@@ -34,7 +34,7 @@ from ltx_pipeline.backends.base import LaunchSpec
 from ltx_pipeline.ltx.autotune import TrialResult, estimate_step_time, relative_spread
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.steps.vram_sampler import IDLE_MIB, ResourceSampler, gpu_reader
-from ltx_pipeline.trainer_log import LogFollower, LogParser, TrainingProgress, classify_failure, read_tail
+from ltx_pipeline.trainer_log import LogFollower, LogParser, TrainingProgress, classify_failure, failure_tail
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
 
@@ -268,7 +268,7 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
         done = _clean_end(ctx, folder, knobs, step_time, memory, host, log)
         done.step_spread = spread
         return done
-    failure = classify_failure(exit_code, None if record is None else record.get("signal"), read_tail(log, 200),
+    failure = classify_failure(exit_code, None if record is None else record.get("signal"), failure_tail(log),
                                config=values, initial_validation=carried_validation is None)
     outcome = _FAILURE_OUTCOMES.get(failure.kind, "crash")
     reason = failure.evidence if outcome != "crash" else f"{failure.kind}: {failure.evidence}"
