@@ -420,3 +420,19 @@ def test_the_factory_knows_three_captioners(checkout: Path) -> None:
         make_captioner("whisper", trigger=None, trainer_root=None, vllm_url=DEFAULT_VLLM_URL, uv=None)
     with pytest.raises(BadInput, match="No LTX-2 trainer checkout"):
         make_captioner("gemini_flash", trigger=None, trainer_root=None, vllm_url=DEFAULT_VLLM_URL, uv=None)
+
+
+def test_with_trainer_python_the_trainer_captioners_need_no_uv_nor_a_synced_checkout(
+        workspace: Path, clips: list[Path], captions_file: Path, tmp_path: Path, argv_log: Path) -> None:
+    # --trainer-python: caption_videos.py starts with that interpreter, as train.py does; uv is never asked for.
+    root = tmp_path / "plain-LTX-2"
+    make_tree(root, {"packages/ltx-trainer/scripts/caption_videos.py": FAKE_SCRIPT.read_text()})
+    captioner = make_captioner("qwen_omni", trigger=None, trainer_root=root, vllm_url=DEFAULT_VLLM_URL,
+                               uv=str(tmp_path / "no-uv-here"), python=sys.executable)
+    got = captioner.caption(clips[:1], captions_file, workspace=workspace)
+    assert got == {"clips/a.mp4": "fake caption of a.mp4"}
+    unsynced = captioner_availability("gemini_flash", trainer_root=root, vllm_url=DEFAULT_VLLM_URL,
+                                      env={"GEMINI_API_KEY": KEY})
+    assert not unsynced.ok and "not synced" in unsynced.detail
+    assert captioner_availability("gemini_flash", trainer_root=root, vllm_url=DEFAULT_VLLM_URL,
+                                  env={"GEMINI_API_KEY": KEY}, trainer_python=sys.executable).ok

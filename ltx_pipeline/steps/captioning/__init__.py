@@ -51,7 +51,7 @@ class Captioner(Protocol):
 
 
 def make_captioner(name: str, *, trigger: str | None, trainer_root: Path | None, vllm_url: str = DEFAULT_VLLM_URL,
-                   uv: str | None = None) -> Captioner:
+                   uv: str | None = None, python: str | Path | None = None) -> Captioner:
     """The captioner called ``name``.
 
     Raises:
@@ -60,5 +60,6 @@ def make_captioner(name: str, *, trigger: str | None, trainer_root: Path | None,
     if name == "offline":
         return OfflineCaptioner(trigger)
     if name in TRAINER_CAPTIONERS:
-        return TrainerScriptCaptioner(name, trainer_root=trainer_root, trigger=trigger, vllm_url=vllm_url, uv=uv)
+        return TrainerScriptCaptioner(name, trainer_root=trainer_root, trigger=trigger, vllm_url=vllm_url, uv=uv,
+                                      python=python)
     raise BadInput(f"Unknown captioner {name!r}", where="captioner", fix=f"choose one of {', '.join(CAPTIONERS)}")

@@ -45,14 +45,14 @@ class Availability:
 
 
 def captioner_availability(name: str, *, trainer_root: Path | None, vllm_url: str = DEFAULT_VLLM_URL,
-                           env: Mapping[str, str]) -> Availability:
+                           env: Mapping[str, str], trainer_python: str | None = None) -> Availability:
     """Whether captioner ``name`` can run; ``trainer_root`` falls back to ``env["LTX2_ROOT"]`` as the probe does."""
     if name == "offline":
         return Availability(True, "offline: measured facts of each clip (PyAV), no model or network needed")
     if name not in TRAINER_CAPTIONERS:
         return Availability(False, f"{name!r} is not a captioner",
                             f"choose one of offline, {', '.join(TRAINER_CAPTIONERS)}")
-    checkout = _checkout(trainer_root, env)
+    checkout = _checkout(trainer_root, env, synced_needed=trainer_python is None)
     if isinstance(checkout, Availability):
         return checkout
     if name == "qwen_omni":
@@ -64,8 +64,9 @@ def captioner_availability(name: str, *, trainer_root: Path | None, vllm_url: st
     return Availability(True, f"gemini_flash through {checkout / CAPTION_SCRIPT}, key from {present[0]}")
 
 
-def _checkout(trainer_root: Path | None, env: Mapping[str, str]) -> Path | Availability:
-    """The trainer folder of a synced checkout holding the caption script, or why not."""
+def _checkout(trainer_root: Path | None, env: Mapping[str, str], *, synced_needed: bool = True) -> Path | Availability:
+    """The trainer folder of a checkout holding the caption script, or why not; synced (uv) unless the script
+    runs with --trainer-python, whose environment the probe checks apart."""
     found = check_trainer_root(trainer_root, env)
     if found.root is None:
         return Availability(False, "no LTX-2 trainer checkout given (no --trainer-root, LTX2_ROOT unset)",
@@ -77,7 +78,7 @@ def _checkout(trainer_root: Path | None, env: Mapping[str, str]) -> Path | Avail
     if not (trainer / CAPTION_SCRIPT).is_file():
         return Availability(False, f"{trainer / CAPTION_SCRIPT} is missing",
                             f"update the checkout: `git -C {root} pull`, then `uv sync` there")
-    if not found.synced:
+    if synced_needed and not found.synced:
         lacking = "uv.lock" if not found.has_uv_lock else ".venv"
         return Availability(False, f"the checkout at {root} is not synced (no {lacking})", f"`cd {root} && uv sync`")
     return trainer

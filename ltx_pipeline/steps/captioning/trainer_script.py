@@ -9,7 +9,8 @@ saves every 5 captions and at the end, and a failing clip is only printed ("Erro
 So this module:
 
 - launches it like every trainer script, ``uv run --directory <checkout>/packages/ltx-trainer python
-  scripts/caption_videos.py ...`` as an argv (never a shell), once per folder when the folder holds no other
+  scripts/caption_videos.py ...`` (or ``<--trainer-python> scripts/caption_videos.py ...`` in the trainer folder)
+  as an argv (never a shell), once per folder when the folder holds no other
   uncaptioned media of those suffixes, else once per clip, so nothing but the given clips is captioned;
 - points ``--output`` at a scratch copy beside the captions file (same folder, so the same relative paths): the
   script writes non-atomically, and on a kill mid-write its loader would read a torn file as "no captions" and
@@ -67,12 +68,14 @@ class TrainerScriptCaptioner:
     name: str
 
     def __init__(self, name: str, *, trainer_root: Path | None, trigger: str | None = None,
-                 vllm_url: str = DEFAULT_VLLM_URL, uv: str | None = None, poll_s: float = 0.5) -> None:
+                 vllm_url: str = DEFAULT_VLLM_URL, uv: str | None = None, python: str | Path | None = None,
+                 poll_s: float = 0.5) -> None:
         """Raises ``BadInput`` for an unknown name or a missing checkout (it names the fix)."""
         if name not in TRAINER_CAPTIONERS:
             raise BadInput(f"{name!r} is not a captioner of the trainer's caption_videos.py", where="captioner",
                            fix=f"choose one of {', '.join(TRAINER_CAPTIONERS)}")
-        backend = LtxBackend(trainer_root, uv)
+        # --trainer-python: the script starts with that interpreter, as train.py does; uv is not needed then.
+        backend = LtxBackend(trainer_root, uv, python=python)
         self.name = name
         self._backend = backend
         self.trainer_dir = backend.trainer_dir
@@ -92,7 +95,7 @@ class TrainerScriptCaptioner:
 
     def command(self, target: Path, output: Path, extensions: Sequence[str]) -> list[str]:
         """The argv captioning ``target`` (a clip or a folder) into ``output``; only options the real script has."""
-        argv = self._backend.uv_run("python", CAPTION_SCRIPT, str(target), "--output", str(output),
+        argv = self._backend.trainer_run("python", CAPTION_SCRIPT, str(target), "--output", str(output),
                                     "--captioner-type", self.name, "--extensions", ",".join(extensions))
         if self.name == "qwen_omni":
             argv += ["--vllm-url", self.vllm_url]
@@ -142,6 +145,10 @@ class TrainerScriptCaptioner:
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8", errors="replace",
                 start_new_session=True, preexec_fn=_die_with_parent())
         except OSError as exc:
+            if self._backend.python is not None:
+                raise RunFailed(f"--trainer-python {self._backend.python} could not be run ({exc.strerror or exc})",
+                                where=str(self.trainer_dir), fix="pass the python of the environment where "
+                                "ltx-trainer is installed (ENV/bin/python)") from None
             raise RunFailed(f"{self.uv} could not be run ({exc.strerror or exc})", where=str(self.trainer_dir),
                             fix="install uv (https://docs.astral.sh/uv/) and put it on PATH") from None
         reader = threading.Thread(target=merger.read_output, args=(process.stdout,), daemon=True)
