@@ -59,7 +59,12 @@ def prior_disagreement(ours: dict[str, Any], theirs: Any, planner: SweepPlanner)
     if drift > PRIOR_STEP_TIME_MARGIN:
         return (f"its baseline step time {theirs.step_time_s:.2f}s differs from this {ours['step_time_s']:.2f}s "
                 f"by {drift:.0%} (more than {PRIOR_STEP_TIME_MARGIN:.0%})")
-    peak = max(v for v in (ours["peak_vram_gb"], ours["validation_peak_vram_gb"]) if v is not None)
+    measured = [v for v in (ours["peak_vram_gb"], ours["validation_peak_vram_gb"]) if v is not None]
+    if not measured and not theirs.peak_gb:
+        return None  # neither sweep measured memory (a backend without a memory figure): nothing to compare
+    if not measured or not theirs.peak_gb:
+        return "a baseline peak memory was measured in one sweep only"
+    peak = max(measured)
     gap = abs((theirs.peak_gb or 0.0) / peak - 1)
     if gap > PRIOR_MEMORY_MARGIN:
         return (f"its baseline peak {theirs.peak_gb:.1f} GB differs from this {peak:.1f} GB by {gap:.0%} "
