@@ -49,6 +49,9 @@ class RunRequest(BaseModel):
     buckets: str | None = None
     rank: int | None = Field(default=None, ge=2, le=1024)
     steps: int | None = Field(default=None, ge=1, le=10_000_000)
+    # Written by the engine, not by hand: the step counts at which a finished training was continued
+    # (``run --steps`` raised past them); each is one warm-started stage from the final weights (ltx.recipe).
+    continued_from: list[int] = Field(default_factory=list, max_length=1000)
     learning_rate: float | None = Field(default=None, gt=0, le=1.0)
     effective_batch: int = Field(default=1, ge=1, le=4096)
     processes: int | None = Field(default=None, ge=1, le=64)  # training processes per node; default one per GPU
@@ -66,6 +69,8 @@ class RunRequest(BaseModel):
     trainer_python: str | None = None
     # off: train with the plan's baseline config as is, no sweep (said in plan.md and autotune.md).
     autotune: Literal["on", "off"] = "on"
+    # Modes that train audio beside video: auto decides from the clips' sound (ltx.audio_choice), on/off force it.
+    audio: Literal["auto", "on", "off"] = "auto"
     model_path: str | None = None
     text_encoder_path: str | None = None
     backend: str = "ltx"
@@ -83,8 +88,10 @@ class RunRequest(BaseModel):
     vllm_url: str | None = None  # qwen_omni's server; default: the trainer script's own default
     holdout: int | None = Field(default=None, ge=0, le=10_000)  # samples held out; default ~10 % from 8 up
     holdout_file: str | None = None  # the user's own holdout rows, used as they are
-    split_over_s: float = Field(default=30.0, gt=0, le=86_400)  # videos longer than this are split into scenes
-    min_scene_s: float = Field(default=1.0, gt=0, le=3_600)  # shorter scenes are not cut apart
+    # Deprecated and ignored (every video is looked at for cuts; scenes shorter than the smallest bucket are
+    # dropped): kept so that run.yaml files naming them still load.
+    split_over_s: float = Field(default=30.0, gt=0, le=86_400)
+    min_scene_s: float = Field(default=1.0, gt=0, le=3_600)
     # Evaluate phase: out-of-distribution prompts (default: 3 generic ones with the trigger word), or none at all.
     eval_prompts: list[str] = Field(default_factory=list, max_length=20)
     skip_eval: bool = False
@@ -159,6 +166,25 @@ class RunRequest(BaseModel):
                 raise ValueError(f"{name} is set by ltx-pipeline in the job script ({_OWNED_SBATCH[name]}); "
                                  "leave it out of --slurm-arg")
         return value
+
+    @model_validator(mode="after")
+    def _continued_below_steps(self) -> RunRequest:
+        points = self.continued_from
+        if points and (self.steps is None or any(b <= a for a, b in zip([0, *points], [*points, self.steps],
+                                                                          strict=True))):
+            raise ValueError(f"continued_from {points} must rise and stay under steps ({self.steps}): it records "
+                             "where a finished training was continued; raise steps, or delete continued_from and "
+                             f"set steps back to {points[0]} to drop the continuation")
+        return self
+
+    @model_validator(mode="after")
+    def _audio_applies(self) -> RunRequest:
+        from ltx_pipeline.ltx.audio_choice import audio_option_problem
+
+        problem = audio_option_problem(self.mode, self.audio)
+        if problem:
+            raise PydanticCustomError("audio_mode", problem, {"fix": "leave --audio out (auto) for this mode"})
+        return self
 
     @model_validator(mode="after")
     def _slurm_args_need_slurm(self) -> RunRequest:
@@ -325,6 +351,7 @@ def _fix_hint(field: str) -> str:
         "main_port": "give a free TCP port on the rank-0 machine (default 29500)",
         "slurm_args": "give each #SBATCH option as --name=value, e.g. --slurm-arg=--partition=gpu",
         "autotune": "choose on (sweep for the fastest config that fits) or off (the plan's baseline config)",
+        "audio": "choose auto (from the clips' sound), on (audio and video; silent clips left out) or off (video only)",
         "trainer_python": "give the python of an environment with ltx-trainer installed, e.g. /path/venv/bin/python",
     }
     return hints.get(field, "correct the value and try again")

@@ -6,7 +6,9 @@ most expensive bucket, as many samples as the largest batch size tried), one fol
 (memory is monotone along every knob); ``ltx_pipeline.steps.autotune`` runs and measures one
 trial; every trial and pruned config is recorded in the run's Optuna study, from which an
 interrupted sweep resumes without re-running finished trials (a trial left running by a dead
-engine is stopped and run again once). A failing baseline stops the run with its classified
+engine is stopped and run again once). The study is keyed by what the trials measure (``_sweep_key``),
+not by the step count, learning rate or cadence: continuing a finished run reads its sweep back and
+runs no trial. A failing baseline stops the run with its classified
 failure and fixes. The winner's deltas are patched into every stage config with the reason
 "autotune"; ``autotune.log``/``.md``/``.png`` sit in the run folder.
 
@@ -25,6 +27,7 @@ from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.engine.processes import host_id
 from ltx_pipeline.errors import RunFailed
+from ltx_pipeline.ltx.audio_choice import trained_mode
 from ltx_pipeline.ltx.autotune import (
     MEMORY_FAILURES,
     SPACE_KEYS,
@@ -42,9 +45,10 @@ from ltx_pipeline.steps.autotune import study as studies
 from ltx_pipeline.steps.autotune import trial_line, write_off_reports, write_reports
 from ltx_pipeline.steps.autotune.hosts import shared_store
 from ltx_pipeline.steps.autotune.prior import prior_disagreement, prior_key, same_knobs
-from ltx_pipeline.steps.autotune.trial_runner import TrialRunner
+from ltx_pipeline.steps.autotune.trial_runner import TrialRunner, largest_stage_config
 from ltx_pipeline.steps.preprocess import preprocess, write_subset_metadata
 from ltx_pipeline.store.location import redact
+from ltx_pipeline.trainer_log import canonical_kind
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
 
@@ -109,6 +113,30 @@ def _inputs(ctx: RunContext) -> dict[str, Any]:
     return parts
 
 
+# What a trial overrides or never measures: the step count, the learning rate and its schedule, checkpoint and
+# validation cadence, where data and outputs are, the warm start (a trial starts from the base), W&B, the seed;
+# and the swept knobs, keyed as the plan's. Everything else in the config can change memory or speed.
+_UNMEASURED = ("optimization.steps", "optimization.learning_rate", "optimization.scheduler_type",
+               "optimization.scheduler_params", "checkpoints", "validation.interval", "model.load_checkpoint",
+               "output_dir", "data.preprocessed_data_root", "wandb", "seed", *KNOB_PATHS.values())
+
+
+def _sweep_key(ctx: RunContext) -> dict[str, Any]:
+    """The study's identity: what the trials' measurements depend on, so a sweep is read back, never run
+    again, when only the rest changed (raising --steps continues a finished run with no trial).
+
+    The trials' stage config as config_patch made it (the template and its patches, not the live file: a
+    hand edit since a trial failed supersedes that trial in the same study), less what a trial overrides
+    or never measures.
+    """
+    stage = str(largest_stage_config(ctx))
+    entry = next(c for c in ctx.output("config_patch")["configs"] if c["config"] == stage)
+    patches = [(r["path"], r["new"]) for r in entry["patches"]
+               if not any(r["path"] == p or r["path"].startswith(p + ".") for p in _UNMEASURED)]
+    parts = {k: v for k, v in _inputs(ctx).items() if k != "config_patch"}
+    return {**parts, "trial config": {"template": file_digest(Path(entry["template"])), "patches": patches}}
+
+
 def _sanity_set(ctx: RunContext, max_batch: int) -> str:
     """The sanity data at the largest bucket: preprocessed once (not on the simulated backend)."""
     data = ctx.output("data_check")
@@ -121,7 +149,7 @@ def _sanity_set(ctx: RunContext, max_batch: int) -> str:
         ctx.narrate(f"Sanity set: {count} sample(s) at {sanity['bucket']} (the simulated trainer reads no data).")
         return sanity["preprocessed_root"]
     patch = ctx.output("config_patch")
-    mode = get_mode(ctx.request.mode)
+    mode = trained_mode(get_mode(ctx.request.mode), ctx.output("plan").get("audio"))  # video only: no audio gate
     preprocess(ctx, mode=mode, metadata_file=subset, buckets=parse_buckets(sanity["bucket"]),
                output_dir=Path(sanity["preprocessed_root"]), stage=0, model_path=patch["model_path"],
                text_encoder_path=patch["text_encoder_path"], pairing=data["conditions_pairing"],
@@ -162,7 +190,8 @@ class _Sweep:
         self.runner = TrialRunner(ctx, sanity_root=sanity_root, max_batch=self.max_batch,
                                   gpu_indices=self.gpu_indices, capacity_gb=self.capacity)
         storage = studies.storage_for(ctx.workspace)
-        study, name = studies.open_study(storage, ctx.run_name, digest(_inputs(ctx)))
+        study, name = studies.open_study(storage, ctx.run_name, digest(_sweep_key(ctx)))
+        launched = len(ctx.journal.processes("trial"))
         key = prior_key(ctx, self.space)
         studies.mark_prior_key(study, key)
         prior = studies.find_prior(storage, key, exclude=name)
@@ -177,6 +206,10 @@ class _Sweep:
             self._apply_prior(prior)
             self._local_trials(study, dists, prior)
         studies.record_pruned(study, self.planner.pruned, dists)
+        if self.trials and len(ctx.journal.processes("trial")) == launched:
+            ctx.narrate(f"No trial ran: study {name} was measured with the same inputs (knobs, data, headroom, the "
+                        "trial's config apart from its step count, learning rate, cadence and outputs), so its "
+                        "results stand.")
         outputs = self._finish(name, storage)
         studies.mark_finished(study, outputs["winner"])
         return outputs
@@ -292,8 +325,8 @@ class _Sweep:
             then = frozen.user_attrs.get("environment") or {}
             changed = [name.replace("_", " ") for name in now if name in then and then[name] != now[name]]
             if changed:
-                obsolete[frozen.number] = f"{frozen.user_attrs.get('failure_kind') or result.outcome}; rerun " \
-                                          f"because {', '.join(changed)} changed since it ran"
+                kind = canonical_kind(frozen.user_attrs.get("failure_kind")) or result.outcome
+                obsolete[frozen.number] = f"{kind}; rerun because {', '.join(changed)} changed since it ran"
             else:
                 ctx.narrate(f"Trial {frozen.user_attrs.get('trial_number')} ({format_knobs(result.knobs)}) failed "
                             "before and nothing it depends on changed (stage config, /dev/shm, GPU memory): its "
@@ -315,7 +348,7 @@ class _Sweep:
             fix = next((f for f in attrs.get("fixes") or [] if f.get("path")), None)
             if frozen.state.name != "FAIL" or result.outcome in MEMORY_FAILURES or fix is None:
                 continue
-            kind = attrs.get("failure_kind") or result.outcome
+            kind = canonical_kind(attrs.get("failure_kind")) or result.outcome  # old stored names read as today's
             patches.setdefault(fix["path"], (fix["value"], f"fix: {kind}"))
             obsolete[frozen.number] = f"{kind}; rerun after --apply-fix set {fix['path']}: {fix['value']}"
         if not obsolete:

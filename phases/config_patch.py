@@ -14,17 +14,24 @@ from typing import Any
 
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
+from ltx_pipeline.ltx.audio_choice import video_only_patches
 from ltx_pipeline.ltx.config_patch import StagePaths, apply_patches, patches_for_stage, render_diff
+from ltx_pipeline.ltx.recipe import planned_stages
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE", "model_paths", "stage_config_file", "stage_output_dir"]
 
 
 def stage_config_file(run_root: Path, stage: int, stages: int) -> Path:
+    """``stages``: the planned stages; a stage past them continues a finished training (``continue-N``)."""
+    if stage > stages:
+        return run_root / f"config.continue-{stage - stages}.yaml"
     return run_root / ("config.yaml" if stages == 1 else f"config.stage-{stage}.yaml")
 
 
 def stage_output_dir(run_root: Path, stage: int, stages: int) -> Path:
+    if stage > stages:
+        return run_root / "outputs" / f"continue-{stage - stages}"
     return run_root / "outputs" if stages == 1 else run_root / "outputs" / f"stage-{stage}"
 
 
@@ -46,7 +53,7 @@ class ConfigPatchPhase:
         template_text = template.read_text(encoding="utf-8")
         model_path, encoder_path = model_paths(ctx)
         wandb = bool(ctx.output("probe")["host"].get("wandb_credentials"))
-        stages = len(recipe["stages"])
+        stages = planned_stages(recipe["stages"])  # continuations are named apart: the planned names never move
         configs = []
         previous_weights: str | None = None
         for stage in recipe["stages"]:
@@ -55,9 +62,13 @@ class ConfigPatchPhase:
             paths = StagePaths(model_path=model_path, text_encoder_path=encoder_path,
                                preprocessed_data_root=data["stages"][index - 1]["preprocessed_root"],
                                output_dir=str(output_dir))
+            video_only = (ctx.output("plan").get("audio") or {}).get("trains") == "video"  # the plan's audio choice
             patches = patches_for_stage(recipe, index, mode=recipe["mode"], paths=paths, trigger=ctx.request.trigger,
                                         wandb=wandb, previous_stage_weights=previous_weights,
-                                        backend_knobs=getattr(ctx.backend, "config_knobs", None))
+                                        backend_knobs=getattr(ctx.backend, "config_knobs", None),
+                                        describe_audio=False if video_only else None)
+            if video_only:
+                patches += video_only_patches(recipe["training_mode"])
             text, records = apply_patches(template_text, patches)
             config_file = stage_config_file(ctx.paths.root, index, stages)
             atomic_write(config_file, text, root=ctx.workspace)
@@ -65,7 +76,7 @@ class ConfigPatchPhase:
                             "patches": [r.to_dict() for r in records],
                             "diff": render_diff(template_text, text, str(template), str(config_file)),
                             "output_dir": str(output_dir)})
-            previous_weights = str(output_dir / "checkpoints" / _final_weights_name(recipe))
+            previous_weights = str(output_dir / "checkpoints" / _final_weights_name(recipe, stage))
         return PhaseResult({"configs": configs, "model_path": model_path, "text_encoder_path": encoder_path})
 
     def summary(self, outputs: dict[str, Any]) -> str:
@@ -75,10 +86,11 @@ class ConfigPatchPhase:
         return f"{names} written from {Path(configs[0]['template']).name} with {patched} recorded patch(es)"
 
 
-def _final_weights_name(recipe: dict[str, Any]) -> str:
-    """The trainer always saves a last checkpoint at the final step (facts §4.7)."""
+def _final_weights_name(recipe: dict[str, Any], stage: dict[str, Any]) -> str:
+    """The trainer always saves a last checkpoint at the final step (facts §4.7), counted from the
+    stage's own start (a warm-started stage's trainer starts at step 0)."""
     prefix = "lora" if recipe["training_mode"] == "lora" else "model"
-    return f"{prefix}_weights_step_{recipe['steps']:05d}.safetensors"
+    return f"{prefix}_weights_step_{stage.get('steps') or recipe['steps']:05d}.safetensors"
 
 
 def model_paths(ctx: RunContext) -> tuple[str, str]:

@@ -2,7 +2,9 @@
 
 Metadata: required columns per mode, media paths resolved against the metadata file, duplicates,
 empty captions, clips too short for a stage's bucket (preprocessing would skip them silently), the
-spread of frame rates and sizes, and clips without sound when an audio mode still has to preprocess.
+spread of frame rates and sizes. Sound was decided by the plan (``ltx.audio_choice``): a video-only run
+is checked as a mode without audio latents, and with ``--audio on`` the silent clips are left out of a
+metadata file written into the run (``dataset/metadata.with-sound.json``), the one preprocessing reads.
 An existing ``.precomputed/`` (given directly or beside the metadata) is verified, never trusted:
 subfolders per mode, matching samples across sources, tensor shapes against the planned bucket,
 counts reconciled with every dropped clip named, the audio gate. Nothing is preprocessed here: the
@@ -15,6 +17,7 @@ with a report in ``<run>/data-check.md``; existing data is never touched.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ from typing import Any
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import BadDataset
+from ltx_pipeline.ltx.audio_choice import rows_with_sound, trained_mode
 from ltx_pipeline.ltx.buckets import Bucket, parse_buckets
 from ltx_pipeline.ltx.clip_checks import check_clip_lengths, check_media_facts
 from ltx_pipeline.ltx.data_check import (
@@ -33,7 +37,8 @@ from ltx_pipeline.ltx.data_check import (
     legacy_pairing_matches,
     model_label,
 )
-from ltx_pipeline.ltx.modes import Mode, get_mode
+from ltx_pipeline.ltx.metadata import read_metadata_rows
+from ltx_pipeline.ltx.modes import COLUMN_ALIASES, Mode, get_mode
 from ltx_pipeline.ltx.precomputed import inspect_precomputed
 from ltx_pipeline.probing.dataset import METADATA_EXTENSIONS
 from ltx_pipeline.steps.preprocess import model_files, read_identity, stage_identity
@@ -60,15 +65,19 @@ class DataCheckPhase:
                 "metadata": file_digest(dataset) if dataset.suffix.lower() in METADATA_EXTENSIONS
                 and dataset.is_file() else None,
                 "model files": _model_files_part(model_files(ctx.workspace, *model_paths(ctx))),
-                "preprocessing": {"trigger": request.trigger}}
+                "preprocessing": {"trigger": request.trigger},
+                **_audio_part(ctx.output("plan").get("audio"))}
 
     def run(self, ctx: RunContext) -> PhaseResult:
         ctx.narrate("Checking the dataset against the mode and the planned buckets, and planning where each "
                     "stage's latents come from. Nothing is preprocessed or changed here.")
-        mode = get_mode(ctx.request.mode)
+        audio = ctx.output("plan").get("audio")
+        mode = trained_mode(get_mode(ctx.request.mode), audio)  # video only: no audio latents are read
         probe = ctx.output("probe")
         recipe = ctx.output("plan")["recipe"]
-        stages = [parse_buckets(";".join(s["buckets"])) for s in recipe["stages"]]
+        # A continuation of a finished training trains on its last planned stage's latents (ltx.recipe).
+        continuations = [s["index"] for s in recipe["stages"] if s.get("start_step")]
+        stages = [parse_buckets(";".join(s["buckets"])) for s in recipe["stages"] if not s.get("start_step")]
         # A prepared dataset (staged, split, captioned under the run) replaces what --dataset pointed at.
         source = ctx.output("prepare") if (ctx.upstream.get("prepare") or {}).get("prepared") else probe
         dataset = source["dataset"]
@@ -78,8 +87,10 @@ class DataCheckPhase:
         for buckets in stages:
             checks += check_clip_lengths(clip_facts.get("counts") or {}, list(buckets))
         existing = _existing_precomputed(dataset, ctx.request.fresh_preprocess)
-        # Sound matters only to latents still to be made: an existing folder is checked by its audio gate.
-        checks += check_media_facts(clip_facts.get("facts") or {}, mode.audio_run and existing is None)
+        checks += check_media_facts(clip_facts.get("facts") or {})  # sound was decided by the plan
+        left_out: list[str] = []
+        if metadata_file and existing is None and (audio or {}).get("left_out"):
+            metadata_file, rows, left_out = _with_sound_only(ctx, Path(metadata_file), clip_facts.get("facts") or {})
         model_path, encoder_path = model_paths(ctx)
         files = model_files(ctx.workspace, model_path, encoder_path)
         checks += _model_checks(ctx, files)
@@ -96,6 +107,8 @@ class DataCheckPhase:
         plan = _preprocess_plan(ctx, stages, metadata_file, existing if report and report.ok else None)
         for entry, identity in zip(plan, identities, strict=True):
             entry["data_identity"] = identity["digest"]
+        # The same folder as the stage it continues: verified at its launch, made again only if the models changed.
+        plan += [{**plan[-1], "index": index} for index in continuations]
         samples = report.usable_samples if report and report.ok else rows
         sanity_bucket = max((b for s in stages for b in s), key=lambda b: b.tokens)
         pairing = {**files, "digest": digest([files["model"]["content"], files["text_encoder"]["content"]])}
@@ -104,6 +117,10 @@ class DataCheckPhase:
             "checks": [asdict(c) for c in checks], "stages": plan,
             "sanity": {"bucket": str(sanity_bucket), "preprocessed_root": str(ctx.paths.overfit / ".precomputed")},
             "model_files": files, "conditions_pairing": pairing,
+            **({"left_out_silent": left_out} if left_out else {}),
+            # A reused folder cannot be filtered: the trainer skips its silent samples, as the plan said.
+            **({"agreed_skips": len((audio or {})["left_out"])} if existing is not None
+               and (audio or {}).get("left_out") else {}),
         }
         return PhaseResult(outputs)
 
@@ -125,6 +142,34 @@ def _metadata(dataset: dict[str, Any], mode: Mode, checks: list[Check]) -> tuple
                      where=dataset["path"],
                      fix="pass --dataset a .csv/.json/.jsonl with a caption column and the media paths (or a "
                          "verified .precomputed folder)")
+
+
+def _audio_part(audio: dict[str, Any] | None) -> dict[str, Any]:
+    """The audio choice's part of the fingerprint: absent for audio+video on every clip (every earlier run's)."""
+    if not audio or (audio.get("trains") != "video" and not audio.get("left_out")):
+        return {}
+    return {"audio": {"trains": audio["trains"], "left out": audio.get("left_out") or []}}
+
+
+def _with_sound_only(ctx: RunContext, metadata_file: Path, facts: dict[str, Any]) -> tuple[str, int, list[str]]:
+    """``--audio on`` with silent clips: the metadata the trainer sees holds only the rows with sound.
+
+    Written into the run (media paths made absolute); the user's file is never changed.
+    """
+    rows = read_metadata_rows(metadata_file)
+    kept, left_out = rows_with_sound(rows, metadata_file.resolve().parent, facts)
+    if not kept:
+        raise BadDataset(f"--audio on leaves no row of {metadata_file.name}: every clip is silent",
+                         where=str(metadata_file), fix="use --audio off (video only on every clip) or auto")
+    for row in kept:
+        for key in (*COLUMN_ALIASES["video"], *COLUMN_ALIASES["reference_video"]):
+            if isinstance(row.get(key), str) and row[key] and not Path(row[key]).is_absolute():
+                row[key] = str((metadata_file.resolve().parent / row[key]).resolve())
+    target = ctx.paths.dataset / "metadata.with-sound.json"
+    atomic_write(target, json.dumps(kept, indent=2), root=ctx.workspace)
+    ctx.narrate(f"--audio on: {len(left_out)} silent clip(s) left out of the dataset the trainer sees "
+                f"({', '.join(Path(m).name for m in left_out)}); {len(kept)} row(s) in {target.name}.")
+    return str(target), len(kept), left_out
 
 
 def _existing_precomputed(dataset: dict[str, Any], fresh: bool) -> str | None:

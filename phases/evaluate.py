@@ -18,6 +18,7 @@ from typing import Any
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import RunFailed
+from ltx_pipeline.ltx.audio_choice import trained_mode
 from ltx_pipeline.ltx.evaluation import CATEGORIES, eval_sets
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import get_mode
@@ -53,7 +54,8 @@ class EvaluatePhase:
         config = Path(last["config"])
         values = load_yaml(config.read_text(encoding="utf-8")) or {}
         weights = _final_weights(last, values)
-        mode = get_mode(ctx.request.mode)
+        # A video-only run of an audio+video mode renders no sound: its prompts describe none.
+        mode = trained_mode(get_mode(ctx.request.mode), ctx.output("plan").get("audio"))
         samples = (values.get("validation") or {}).get("samples") or [{}]
         training, training_note = _training_rows(ctx)
         held, held_note = _held_out_rows(ctx)

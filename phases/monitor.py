@@ -16,6 +16,7 @@ from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.steps.contact_sheet import write_contact_sheet
+from ltx_pipeline.steps.samples_used import check_samples_used, samples_used
 from ltx_pipeline.steps.summary import plot_loss, plot_step_time, render_summary, steady_step_time
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
@@ -36,6 +37,9 @@ class MonitorPhase:
         metrics = ctx.journal.metrics()
         checkpoints = ctx.journal.checkpoints()
         stages = [self._stage(ctx, entry, metrics) for entry in train["stages"]]
+        roots = {d["index"]: d.get("preprocessed_root") for d in ctx.output("data_check")["stages"]}
+        for stage in stages:  # what the trainer trained on, from its own log (or the latent files)
+            stage["samples_used"] = samples_used(stage.get("log") or "", roots.get(stage["stage"]))
         first = load_yaml(Path(stages[0]["config"]).read_text(encoding="utf-8")) or {}
         patch = ctx.output("config_patch")
         facts = {
@@ -51,25 +55,34 @@ class MonitorPhase:
         }
         outputs_dir = ctx.paths.outputs
         summary = atomic_write(outputs_dir / "run-summary.md", render_summary(facts), root=ctx.workspace)
-        validation_steps = sorted({step for s in stages for step in s["validation_steps"]})
-        resumes = [(s["stage"], s["resumed_from"]) for s in stages if s.get("resumed_from") is not None]
-        loss = plot_loss(metrics, outputs_dir / "loss.png", workspace=ctx.workspace,
-                         checkpoint_steps=sorted({c["step"] for c in checkpoints}), validation_steps=validation_steps,
-                         resumes=resumes)
-        step_time = plot_step_time(metrics, outputs_dir / "step_time.png", workspace=ctx.workspace, resumes=resumes)
+        # A continuation's trainer counts its steps from 1; the plots place them after the steps it continues.
+        start = {entry["stage"]: int(entry.get("start_step") or 0) for entry in train["stages"]}
+        run_metrics = [{**m, "step": m["step"] + start.get(m["stage"], 0)} for m in metrics]
+        validation_steps = sorted({step + start.get(s["stage"], 0) for s in stages for step in s["validation_steps"]})
+        resumes = [(s["stage"], s["resumed_from"] + start.get(s["stage"], 0))
+                   for s in stages if s.get("resumed_from") is not None]
+        loss = plot_loss(run_metrics, outputs_dir / "loss.png", workspace=ctx.workspace,
+                         checkpoint_steps=sorted({c["step"] + start.get(c["stage"], 0) for c in checkpoints}),
+                         validation_steps=validation_steps, resumes=resumes)
+        step_time = plot_step_time(run_metrics, outputs_dir / "step_time.png", workspace=ctx.workspace,
+                                   resumes=resumes)
         sheet, unreadable = write_contact_sheet(outputs_dir / "samples", outputs_dir / "samples" / "contact-sheet.png",
                                                 workspace=ctx.workspace)
         if unreadable:
             ctx.narrate(f"Left out of the contact sheet, not decodable: {', '.join(unreadable)}")
+        # After the summary: it says so loudly, then the run fails (unless the plan announced those skips).
+        check_samples_used(stages, facts["samples"], agreed=ctx.output("data_check").get("agreed_skips", 0))
         return PhaseResult({"summary": str(summary), "loss_plot": str(loss), "step_time_plot": str(step_time),
                             "contact_sheet": str(sheet) if sheet else None, "memory_model": facts["memory_model"],
                             "stages": [{k: s[k] for k in ("stage", "final_checkpoint", "final_step", "step_time_s",
-                                                          "peak_gpu_memory_gb")} for s in stages]})
+                                                          "peak_gpu_memory_gb", "samples_used")} for s in stages]})
 
     def summary(self, outputs: dict[str, Any]) -> str:
         last = outputs["stages"][-1]
         step_time = f"{last['step_time_s']:.2f} s/step" if last["step_time_s"] is not None else "step time not measured"
-        return f"run-summary.md written; final checkpoint step {last['final_step']}, {step_time}"
+        used = (last.get("samples_used") or {}).get("used")
+        trained = f"trained on {used} sample(s); " if used is not None else ""  # the trainer's own count
+        return f"run-summary.md written; {trained}final checkpoint step {last['final_step']}, {step_time}"
 
     @staticmethod
     def _stage(ctx: RunContext, entry: dict[str, Any], metrics: list[dict[str, Any]]) -> dict[str, Any]:

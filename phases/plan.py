@@ -12,21 +12,29 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.backends.base import DEFAULT_MAIN_PORT
 from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import BadInput
+from ltx_pipeline.ltx.audio_choice import AudioPlan, decide_audio, trained_mode
 from ltx_pipeline.ltx.autotune.availability import AutotunePlan, autotune_plan
+from ltx_pipeline.ltx.launch_checks import device_placement_line
 from ltx_pipeline.ltx.launch_plan import launch_shape
 from ltx_pipeline.ltx.modes import get_mode
-from ltx_pipeline.ltx.preparation import PreparationPlan, default_captioner, plan_preparation
-from ltx_pipeline.ltx.recipe import Recipe, build_recipe
+from ltx_pipeline.ltx.preparation import (
+    PreparationPlan,
+    default_captioner,
+    plan_preparation,
+    smallest_bucket_frames,
+    videos_to_scan,
+)
+from ltx_pipeline.ltx.recipe import Recipe, build_recipe, schedule_lines
 from ltx_pipeline.ltx.tiers import Tier
 from ltx_pipeline.probing.gpus import NVIDIA_SMI_ENV
 from ltx_pipeline.request import EVAL_ONLY_FIELDS, RENDEZVOUS_FIELDS
+from ltx_pipeline.steps.scenes import DETECTOR, find_cuts
 from ltx_pipeline.steps.slurm import check_paths
 from ltx_pipeline.workspace import atomic_write
 
@@ -69,12 +77,15 @@ class PlanPhase:
                               rank=request.rank, steps=request.steps, learning_rate=request.learning_rate,
                               effective_batch=request.effective_batch,
                               checkpoint_interval=request.checkpoint_interval,
-                              validation_interval=request.validation_interval)
+                              validation_interval=request.validation_interval,
+                              continued_from=tuple(request.continued_from))
+        facts = (probe.get("clip_frames") or {}).get("facts") or {}
         preparation = plan_preparation(
-            dataset=probe["dataset"], facts=(probe.get("clip_frames") or {}).get("facts") or {}, mode=mode,
+            dataset=probe["dataset"], facts=facts, mode=mode,
             captioner=default_captioner(request.captioner, request.backend), holdout=request.holdout,
-            holdout_file=request.holdout_file, split_over_s=request.split_over_s, min_scene_s=request.min_scene_s)
-        warnings = list(recipe.warnings) + ([] if preparation.long_videos else _clip_warnings(probe, recipe))
+            holdout_file=request.holdout_file, scans=find_cuts(ctx, videos_to_scan(probe["dataset"], facts)),
+            min_frames=smallest_bucket_frames(recipe.to_dict()), detector=DETECTOR.words)
+        warnings = list(recipe.warnings) + ([] if preparation.split_videos else _clip_warnings(probe, recipe))
         for warning in warnings:
             ctx.warn(warning)
         _check_template(ctx.backend, recipe.template, blockers := [])
@@ -84,12 +95,15 @@ class PlanPhase:
         blockers += _captioner_blockers(probe, preparation)
         autotune = _autotune(ctx)
         blockers += [autotune.blocker] if autotune.blocker else []
-        text = render_plan(ctx, recipe, probe, missing, warnings, preparation, autotune)
+        audio = decide_audio(mode, request.audio, (probe.get("clip_frames") or {}).get("facts") or {})
+        blockers += [audio.blocker] if audio.blocker else []
+        text = render_plan(ctx, recipe, probe, missing, warnings, preparation, autotune, audio)
         atomic_write(ctx.paths.plan_file, text, root=ctx.workspace)
         subject = digest(text)
         outputs = {"plan_file": str(ctx.paths.plan_file), "plan_hash": subject, "recipe": recipe.to_dict(),
                    "warnings": warnings, "missing": [f["item"] for f in missing], "blockers": blockers,
-                   "preparation": preparation.to_dict(), "autotune": autotune.to_dict()}
+                   "preparation": preparation.to_dict(), "autotune": autotune.to_dict(),
+                   "audio": audio.to_dict()}
         return PhaseResult(outputs, approval_subject=subject, approval_blockers=blockers)
 
     def summary(self, outputs: dict[str, Any]) -> str:
@@ -97,7 +111,7 @@ class PlanPhase:
         stages = "; ".join("+".join(s["buckets"]) for s in recipe["stages"])
         blocked = f", {len(outputs['blockers'])} prerequisite(s) missing" if outputs["blockers"] else ""
         prep = outputs.get("preparation") or {}
-        prepare = f"; prepare: {PreparationPlan(**prep).summary()}" if prep.get("needed") else ""
+        prepare = f"; prepare: {PreparationPlan.from_dict(prep).summary()}" if prep.get("needed") else ""
         autotune = outputs.get("autotune") or {"runs": True}
         tune = "" if autotune["runs"] else ("; autotune cannot run here" if autotune.get("blocker")
                                              else "; autotune off (the baseline config as is)")
@@ -107,6 +121,7 @@ class PlanPhase:
 
 # Request fields added after runs existed, with their defaults (left out of the plan's fingerprint at them).
 _LATER_FIELDS: tuple[tuple[str, Any], ...] = (("slurm", False), ("slurm_args", []), ("autotune", "on"),
+                                              ("continued_from", []), ("audio", "auto"),
                                               ("trainer_python", None))
 
 # Prerequisites only the official trainer needs; the toy and simulated backends run without them.
@@ -179,11 +194,7 @@ def _preparation_lines(ctx: RunContext, preparation: PreparationPlan) -> list[st
     lines += [f"- Input: {preparation.reason}; staged under `{ctx.paths.dataset}` (symlinks, or copies across "
               "file systems; your files are never moved or edited)",
               f"- Will: {preparation.summary()}"]
-    if preparation.long_videos:
-        lines += [f"- Scene split: videos longer than {preparation.split_over_s:g} s "
-                  f"({', '.join(Path(v).name for v in preparation.long_videos)}), PySceneDetect's content detector, "
-                  f"scenes under {preparation.min_scene_s:g} s merged, scenes shorter than the smallest bucket's "
-                  "frames dropped and listed"]
+    lines += preparation.scene_lines()
     lines += [f"- Captioner: {preparation.captioner}"
               + (" (measured facts of each clip: colours, motion, duration; not a language model)"
                  if preparation.captioner == "offline" else " (ltx-trainer's scripts/caption_videos.py)"),
@@ -195,7 +206,7 @@ def _preparation_lines(ctx: RunContext, preparation: PreparationPlan) -> list[st
 
 def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing: list[dict[str, Any]],
                 warnings: list[str], preparation: PreparationPlan | None = None,
-                autotune: AutotunePlan | None = None) -> str:
+                autotune: AutotunePlan | None = None, audio: AudioPlan | None = None) -> str:
     """The plan's Markdown, in the official template's section order."""
     request = ctx.request
     autotune = autotune or _autotune(ctx)
@@ -213,20 +224,27 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
     lines += ["## Dataset", "", f"- Path: `{request.dataset}` ({dataset['kind']})"]
     lines += [f"- {k}: {v}" for k, v in _dataset_facts(dataset).items()]
     lines += [f"- Required metadata columns for {mode.name}: {', '.join(mode.columns)}",
-              f"- Required precomputed folders: {', '.join(mode.precomputed_dirs)}", ""]
+              "- Required precomputed folders: "
+              + ", ".join(trained_mode(mode, audio.to_dict() if audio else None).precomputed_dirs), ""]
+    if audio is not None and (audio.trains != "as-mode" or audio.silent):
+        lines += audio.plan_lines(f"--workspace {ctx.workspace} --run {ctx.run_name}")
     if preparation is not None:
         lines += _preparation_lines(ctx, preparation)
     lines += ["## Preprocessing", "", f"- Strategy: {recipe.strategy}"]
     for stage in recipe.stages:
         pairs = zip(stage.buckets, stage.tokens, strict=True)
         tokens = ", ".join(f"{b} = {t:,} video tokens per clip" for b, t in pairs)
-        lines.append(f"- Stage {stage.index}: {tokens}")
+        lines.append(f"- Stage {stage.index}: {tokens}"
+                     + (" (continues the finished training, on the same latents)" if stage.start_step else ""))
     lines += ["- Output: `dataset/.precomputed/` in the run folder (one folder per stage when chained); existing "
               "precomputed data is verified, never overwritten", ""]
     lines += _config_table(recipe, request)
+    lines += schedule_lines(recipe, f"--workspace {ctx.workspace} --run {ctx.run_name}")
     lines += ["## Hardware", "", f"- GPUs: {probe['gpu_summary']}",
               f"- VRAM tier: **{recipe.tier_name}** (base: {'low-VRAM' if recipe.base == 'low_vram' else 'standard'}"
               " config)", f"- Launch: {recipe.launch}",
+              *filter(None, [device_placement_line(getattr(ctx.backend, "_root", None),
+                                                   recipe.num_processes // max(1, request.nodes))]),
               f"- Effective batch: {recipe.effective_batch} = batch {recipe.knobs['batch_size']} x accumulation "
               f"{recipe.knobs['gradient_accumulation_steps']} x {recipe.num_processes} process(es)"
               + (f" ({request.nodes} node(s) x {recipe.num_processes // request.nodes} process(es))"
@@ -302,7 +320,7 @@ def _config_table(recipe: Recipe, request: Any) -> list[str]:
             ("load_text_encoder_in_8bit", str(knobs["load_text_encoder_in_8bit"]).lower()),
             ("offload_optimizer_during_validation", str(knobs["offload_optimizer_during_validation"]).lower()),
             ("batch_size", knobs["batch_size"]), ("gradient_accumulation_steps", knobs["gradient_accumulation_steps"]),
-            ("effective batch (all GPUs)", recipe.effective_batch), ("steps", recipe.steps),
+            ("effective batch (all GPUs)", recipe.effective_batch), ("steps", _steps_words(recipe)),
             ("learning_rate", ", ".join(f"{s.learning_rate:g}" for s in recipe.stages)),
             *([("lora rank / alpha", f"{recipe.rank} / {recipe.alpha}")] if recipe.training_mode == "lora" else []),
             ("trigger word", request.trigger or "none"), ("validation interval", recipe.validation_interval),
@@ -313,6 +331,13 @@ def _config_table(recipe: Recipe, request: Any) -> list[str]:
         return [*table, "", "Full fine-tune: every transformer weight is trained.", ""]
     return [*table, "", "Rank guidance (seed 002): motion or camera 8-16; a character or style 32-64; a dense "
             "multi-character world 96-128. Alpha is kept equal to rank.", ""]
+
+
+def _steps_words(recipe: Recipe) -> str:
+    """The planned stages' steps, and each continuation's steps of the run (``ltx.recipe``)."""
+    more = [f"stage {s.index} steps {s.start_step + 1}-{s.start_step + (s.steps or 0)}"
+            for s in recipe.stages if s.start_step]
+    return f"{recipe.steps}" + (f"; continued: {', '.join(more)}" if more else "")
 
 
 def _node_lines(ctx: RunContext) -> list[str]:

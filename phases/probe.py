@@ -165,7 +165,8 @@ def _captioner_finding(request: Any) -> dict[str, Any]:
 
     name = default_captioner(request.captioner, request.backend)
     found = captioner_availability(name, trainer_root=Path(request.trainer_root) if request.trainer_root else None,
-                                   vllm_url=request.vllm_url or DEFAULT_VLLM_URL, env=os.environ)
+                                   vllm_url=request.vllm_url or DEFAULT_VLLM_URL, env=os.environ,
+                                   trainer_python=request.trainer_python)
     return Finding("Captioner", "ok" if found.ok else "missing", found.detail, found.fix).to_dict()
 
 

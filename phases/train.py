@@ -1,7 +1,9 @@
 """Train phase: preprocess, re-check, launch each stage detached, follow it, judge how it ended.
 
 Stages run in order (a chained stage only after the previous one completed); a stage whose final
-checkpoint exists and whose last trainer exited 0 is skipped. Before a launch: the full dataset is
+checkpoint exists and whose last trainer exited 0 is skipped. A stage past the planned ones continues a
+finished training (``--steps`` raised, ``ltx.recipe``): warm-started from the final weights with a fresh
+schedule over the extra steps, said as "continuing from step X to N" at its launch. Before a launch: the full dataset is
 preprocessed when data_check planned it, and what can change since validate is checked again
 (strict schema now that the data exists, a chained stage's warm-start weights, free GPUs, W&B
 credentials). A live trainer of the stage is re-attached, never launched twice into one output
@@ -24,9 +26,11 @@ from ltx_pipeline.engine import PhaseResult, RunContext
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, ValidatedConfig
 from ltx_pipeline.errors import BadInput, Refused, RunFailed
+from ltx_pipeline.ltx.audio_choice import trained_mode
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.ltx.recipe import planned_stages
 from ltx_pipeline.probing import wandb_credentials_resolve
 from ltx_pipeline.probing.gpus import cuda_present
 from ltx_pipeline.steps.follow import TrainingFollower, log_summary, stop_requested
@@ -35,6 +39,7 @@ from ltx_pipeline.steps.preprocess import preprocess
 from ltx_pipeline.steps.resume import check_compatible, failure_report, latest_pair, patch_resume, set_aside
 from ltx_pipeline.steps.slurm import job_end_fix, require_queue, script_path, stage_job, submit_script, write_script
 from ltx_pipeline.steps.validation import launch_target, validate_stage
+from ltx_pipeline.trainer_log import canonical_kind
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
 
@@ -43,8 +48,12 @@ __all__ = ["PHASE", "stage_log"]
 
 def stage_log(logs: Path, stage: int, stages: int, attempt: int = 1) -> Path:
     """``logs/train.log`` (chained: ``train.stage-K.log``) for a stage's first launch; a later attempt
-    gets its own ``train.attempt-N.log`` (``train.stage-K.attempt-N.log``), so no log is ever rewritten."""
-    name = "train" if stages == 1 else f"train.stage-{stage}"
+    gets its own ``train.attempt-N.log`` (``train.stage-K.attempt-N.log``), so no log is ever rewritten.
+    ``stages`` counts the planned stages: one past them continues a finished training (``train.continue-N``)."""
+    if stage > stages:
+        name = f"train.continue-{stage - stages}"
+    else:
+        name = "train" if stages == 1 else f"train.stage-{stage}"
     return logs / (f"{name}.log" if attempt <= 1 else f"{name}.attempt-{attempt}.log")
 
 
@@ -65,10 +74,13 @@ class TrainPhase:
         validate, patch = ctx.output("validate"), ctx.output("config_patch")
         data_stages = ctx.output("data_check")["stages"]
         total = len(validate["stages"])
+        recipe_stages = {int(s["index"]): s for s in ctx.output("plan")["recipe"]["stages"]}
         results: list[dict[str, Any]] = []
         restart = bool(ctx.options.get("restart_training"))  # for the first unfinished stage only
         for entry, config_entry, data_stage in zip(validate["stages"], patch["configs"], data_stages, strict=True):
-            stage = _Stage(ctx, entry, config_entry, data_stage, total, restart=restart)
+            stage = _Stage(ctx, entry, config_entry, data_stage, total, restart=restart,
+                           recipe_stage=recipe_stages.get(int(entry["stage"])) or {},
+                           planned=planned_stages(list(recipe_stages.values())))
             result = stage.run()
             restart = restart and not stage.restarted  # a finished stage passes it on to the next one
             results.append(result)
@@ -82,7 +94,9 @@ class TrainPhase:
             last = stages[-1]
             who = f"SLURM job {last['slurm_job']}" if last.get("slurm_job") else f"pid {last['pid']}"
             return f"stage {last['stage']}/{outputs['stage_count']} training detached ({who}); log {last['log']}"
-        finals = ", ".join(f"stage {s['stage']}: step {s['final_step']}" for s in stages)
+        finals = ", ".join(f"stage {s['stage']}: step {s['final_step']}"
+                           + (f" (run step {s['start_step'] + s['final_step']})" if s.get("start_step") else "")
+                           for s in stages)
         return f"{len(stages)} stage(s) trained ({finals})"
 
 
@@ -90,15 +104,19 @@ class _Stage:
     """One stage's launch-or-re-attach, follow and judgement."""
 
     def __init__(self, ctx: RunContext, entry: dict[str, Any], config_entry: dict[str, Any],
-                 data_stage: dict[str, Any], total: int, *, restart: bool = False) -> None:
+                 data_stage: dict[str, Any], total: int, *, restart: bool = False,
+                 recipe_stage: dict[str, Any] | None = None, planned: int | None = None) -> None:
         self.ctx, self.entry, self.data_stage, self.total = ctx, entry, data_stage, total
         self.restart, self.restarted = restart, False
         self.index = int(entry["stage"])
+        self.planned = planned or total
+        # A continuation of a finished training: the run's step its trainer's step 0 stands for (ltx.recipe).
+        self.start_step = int((recipe_stage or {}).get("start_step") or 0)
         self.config = Path(entry["config"])
         self.output_dir = Path(config_entry["output_dir"])
         launches = ctx.journal.processes("train", self.index)
         # The log of the newest launch (the one to follow or judge); a new launch gets the next name.
-        self.log = Path(launches[-1].log_path) if launches else stage_log(ctx.paths.logs, self.index, total)
+        self.log = Path(launches[-1].log_path) if launches else stage_log(ctx.paths.logs, self.index, self.planned)
 
     def values(self) -> dict[str, Any]:
         return load_yaml(self.config.read_text(encoding="utf-8")) or {}
@@ -159,7 +177,7 @@ class _Stage:
         # Last: every patch (autotune's winner, --apply-fix, load_checkpoint) is in the file now.
         validated = self._validate_for_launch()
         validate = ctx.output("validate")
-        self.log = stage_log(ctx.paths.logs, self.index, self.total, attempt=len(previous) + 1)
+        self.log = stage_log(ctx.paths.logs, self.index, self.planned, attempt=len(previous) + 1)
         if ctx.request.slurm:
             return resumed_from, self._submit(validated, len(previous) + 1)
         nodes = rank_zero(ctx.request)  # several nodes: this machine is rank 0, the others join it
@@ -242,7 +260,8 @@ class _Stage:
     def _preprocess(self) -> None:
         ctx, stage = self.ctx, self.data_stage
         patch = ctx.output("config_patch")
-        preprocess(ctx, mode=get_mode(ctx.request.mode), metadata_file=Path(stage["metadata_file"]),
+        mode = trained_mode(get_mode(ctx.request.mode), ctx.output("plan").get("audio"))  # video only: no audio gate
+        preprocess(ctx, mode=mode, metadata_file=Path(stage["metadata_file"]),
                    buckets=parse_buckets(stage["buckets"]), output_dir=Path(stage["preprocessed_root"]),
                    stage=self.index, model_path=patch["model_path"], text_encoder_path=patch["text_encoder_path"],
                    pairing=ctx.output("data_check").get("conditions_pairing"), extra_flags=[])
@@ -275,6 +294,9 @@ class _Stage:
                            fix="run `wandb login` (or export WANDB_API_KEY), or set wandb.enabled: false")
 
     def _prepare_resume(self, retried: bool) -> int | None:
+        if self.start_step and not retried and not self.restart:
+            self._announce_continuation()
+            return None
         if self.restart:
             kept = set_aside(self.output_dir, workspace=self.ctx.workspace)
             self.ctx.journal.forget_stage(self.index)  # its metrics and checkpoints are the old training's
@@ -296,6 +318,17 @@ class _Stage:
                          "the trainer restores the step and the scheduler.")
         return step
 
+    def _announce_continuation(self) -> None:
+        """Say what a continuation's first launch does: the issue's words, and the trainer's own numbers."""
+        values = self.values()
+        steps = int((values.get("optimization") or {}).get("steps") or 0)
+        rate = (values.get("optimization") or {}).get("learning_rate")
+        warm = (values.get("model") or {}).get("load_checkpoint")
+        self.ctx.narrate(f"Stage {self.index}/{self.total}: continuing from step {self.start_step} to "
+                         f"{self.start_step + steps}, warm-started from {warm} with a fresh "
+                         f"{(values.get('optimization') or {}).get('scheduler_type') or 'linear'} schedule over "
+                         f"the {steps} extra steps from learning rate {rate} (the trainer counts them 1-{steps}).")
+
     def _apply_fix(self) -> None:
         ctx, record_file = self.ctx, self.ctx.paths.root / "failure.json"
         proposal = json.loads(record_file.read_text(encoding="utf-8")) if record_file.is_file() else None
@@ -303,10 +336,11 @@ class _Stage:
             ctx.narrate("--apply-fix: no proposed fix is recorded for this stage; retrying as is.")
             return
         if not proposal["diff"]:
-            ctx.narrate(f"--apply-fix: the last failure ({proposal['kind']}) has no config diff; retrying as is.")
+            ctx.narrate(f"--apply-fix: the last failure ({canonical_kind(proposal['kind'])}) has no config diff; "
+                        "retrying as is.")
         else:
             text, records = apply_patches(self.config.read_text(encoding="utf-8"),
-                                          [Patch(c["path"], c["new"], f"fix: {proposal['kind']}")
+                                          [Patch(c["path"], c["new"], f"fix: {canonical_kind(proposal['kind'])}")
                                            for c in proposal["diff"]])
             atomic_write(self.config, text, root=ctx.workspace)
             for record in records:
@@ -382,6 +416,7 @@ class _Stage:
         return {"stage": self.index, "config": str(self.config), "output_dir": str(self.output_dir),
                 "log": str(self.log), "pid": handle.pid, "launch": handle.printable,
                 "final_checkpoint": str(final) if final else None, "final_step": step, "resumed_from": resumed_from,
+                "start_step": self.start_step,
                 "peak_gpu_memory_gb": summary["peak_gpu_memory_gb"], "wandb_url": summary["wandb_url"],
                 "steps_per_second": summary["steps_per_second"],
                 # Where it ran: a CPU run's "Peak GPU memory: 0.00 GB" is no measurement (a job's GPUs are its nodes').

@@ -17,6 +17,7 @@ from ltx_pipeline.cli.render import print_event
 from ltx_pipeline.cli.training import TrainingProgressBar
 from ltx_pipeline.engine import Outcome, Runner, approve_plan
 from ltx_pipeline.errors import EXIT_APPROVAL_GATE, EXIT_OK, BadRequest
+from ltx_pipeline.ltx.recipe import WEIGHTS_FIELDS, continue_points, refuse_fewer
 from ltx_pipeline.probing.gpus import check_gpu_probe
 from ltx_pipeline.request import (
     RunRequest,
@@ -26,7 +27,7 @@ from ltx_pipeline.request import (
     read_request_file,
     save_request,
 )
-from ltx_pipeline.store import Run, Store
+from ltx_pipeline.store import Run, Store, saved_id
 from ltx_pipeline.workspace import Workspace, validate_run_name
 
 __all__ = ["drive_run", "existing_path", "gate_name", "latest_run_name", "open_workspace", "prepare_run",
@@ -116,13 +117,47 @@ def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict
         existing = store.get_run(name)
     paths = ws.run(existing.name)
     request = load_request(paths.request_file)
+    trained = _trained(store, existing, {**request.model_dump(mode="json"), **options})
+    refuse_fewer(trained, options.get("steps"), run=existing.name)  # before run.yaml's own checks: the cause
     if options:
         request = check_request(None, {**request.model_dump(exclude_none=True), **options})
+    continued = _continued(existing, request, trained, str(paths.request_file))
     if check_gpu:
         check_gpu_probe(request.backend, request.assume_gpu, request.nvidia_smi)
-    if options:
-        save_request(paths.request_file, request, ws.root)
-    return existing, request
+    if options or continued is not request:
+        save_request(paths.request_file, continued, ws.root)
+    return existing, continued
+
+
+def _trained(store: Store, run: Run, asked: dict[str, Any]) -> int | None:
+    """The step a run's finished training reached (its last stage's start plus final step), or None when
+    its training has not finished, or ``asked`` changes what its weights are (``ltx.recipe.WEIGHTS_FIELDS``,
+    against the request the run was last driven with): then it is re-planned, not continued."""
+    train = store.latest_phase_runs(saved_id(run)).get("train")
+    if train is None or train.status != "succeeded":
+        return None
+    before = run.request or {}
+    # A field the run was last driven without (added since) had its default then.
+    if any(before.get(key, _default(key)) != asked.get(key, _default(key)) for key in WEIGHTS_FIELDS):
+        return None
+    last = ((train.outputs or {}).get("stages") or [{}])[-1]
+    if last.get("final_step") is None or last.get("pending"):
+        return None
+    return int(last.get("start_step") or 0) + int(last["final_step"])
+
+
+def _default(field: str) -> Any:
+    info = RunRequest.model_fields.get(field)
+    return None if info is None else info.get_default(call_default_factory=True)
+
+
+def _continued(run: Run, request: RunRequest, trained: int | None, where: str) -> RunRequest:
+    """The request with ``continued_from`` updated when its steps go past a finished training's total
+    (``ltx.recipe.continue_points``): that training goes on from its final weights, never again from 0."""
+    points = continue_points(list(request.continued_from), trained, request.steps, run=run.name, where=where)
+    if points == list(request.continued_from):
+        return request
+    return check_request(None, {**request.model_dump(exclude_none=True), "continued_from": points})
 
 
 def drive_run(ws: Workspace, store: Store, run: Run, request: RunRequest, approve: bool,

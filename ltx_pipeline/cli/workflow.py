@@ -56,6 +56,10 @@ def run(
     headroom: Annotated[float | None, typer.Option(help="Autotune VRAM headroom (default 0.05).")] = None,
     autotune: Annotated[str | None, typer.Option(help="on: sweep for the fastest config that fits (default); "
                                                  "off: train with the plan's baseline config as is.")] = None,
+    audio: Annotated[str | None, typer.Option(help="auto: train audio when every clip has sound, video only when "
+                                              "none has (default); on: audio and video, silent clips left out; "
+                                              "off: video only on every clip (t2v, i2v, video-extend, "
+                                              "video-suffix).")] = None,
     processes: Annotated[int | None, typer.Option(help="Training processes per node (default: one per GPU).")] = None,
     nodes: Annotated[int | None, typer.Option(help="Machines training together (default 1); this one is rank 0, "
                                               "the others run `ltx-pipeline node-launch`.")] = None,
@@ -73,9 +77,10 @@ def run(
                                                 "0: none).")] = None,
     holdout_file: Annotated[Path | None, typer.Option(help="Your own holdout rows (.json/.jsonl), used as "
                                                       "they are.")] = None,
-    split_over: Annotated[float | None, typer.Option(help="Split videos longer than this many seconds into "
-                                                     "scenes (default 30).")] = None,
-    min_scene: Annotated[float | None, typer.Option(help="Shortest scene in seconds (default 1).")] = None,
+    split_over: Annotated[float | None, typer.Option(help="Deprecated, ignored: every video is looked at for "
+                                                     "scene cuts, whatever its length.")] = None,
+    min_scene: Annotated[float | None, typer.Option(help="Deprecated, ignored: scenes shorter than the smallest "
+                                                    "bucket are dropped and listed.")] = None,
     eval_prompt: Annotated[list[str] | None, typer.Option(
         "--eval-prompt", help="An out-of-distribution prompt for the evaluation renders (repeat for more; "
         "default: 3 generic prompts with the trigger word).")] = None,
@@ -105,9 +110,10 @@ def run(
                                assume_gpu, nvidia_smi, accept_risk, surface, fresh_preprocess, headroom, processes,
                                checkpoint_interval, validation_interval)
     options.update({k: v for k, v in {"captioner": captioner, "vllm_url": vllm_url, "holdout": holdout,
-                                      "split_over_s": split_over, "min_scene_s": min_scene, "nodes": nodes,
+                                      "nodes": nodes,
                                       "main_ip": main_ip, "main_port": main_port,
-                                      "autotune": autotune}.items() if v is not None})
+                                      "autotune": autotune, "audio": audio}.items() if v is not None})
+    _deprecated_scene_options(split_over, min_scene)
     if trainer_python is not None:
         options["trainer_python"] = str(trainer_python.expanduser().absolute())
     if holdout_file is not None:
@@ -120,6 +126,18 @@ def run(
     ws, store = open_workspace(workspace)
     run_row, request = prepare_run(ws, store, run_name, with_request_file(request_file, options))
     return drive_run(ws, store, run_row, request, approve, {"detach": detach})
+
+
+def _deprecated_scene_options(split_over: float | None, min_scene: float | None) -> None:
+    """--split-over and --min-scene no longer mean anything: say so, and leave the request as it is."""
+    from ltx_pipeline.cli.console import err
+
+    if split_over is not None:
+        err.print("Warning: --split-over is deprecated and ignored: every video is now looked at for scene cuts, "
+                  "whatever its length, and plan.md lists what was found; drop the option.", markup=False)
+    if min_scene is not None:
+        err.print("Warning: --min-scene is deprecated and ignored: cuts are never merged away; scenes shorter than "
+                  "the smallest bucket's frames are dropped and listed in plan.md; drop the option.", markup=False)
 
 
 def init(

@@ -1,5 +1,6 @@
 """Checks on the clips themselves, from the probe's measurements: too short for the buckets, and the
-spread of frame rates, sizes and sound the trainer will meet (it converts none of them)."""
+spread of frame rates and sizes the trainer will meet (it converts none of them). Sound is decided in
+the plan (``ltx.audio_choice``)."""
 
 from __future__ import annotations
 
@@ -58,12 +59,14 @@ def check_clip_lengths(frame_counts: Mapping[str, int | None], buckets: Iterable
     return checks
 
 
-def check_media_facts(facts: Mapping[str, Mapping[str, Any]], audio_run: bool) -> list[Check]:
-    """The spread of frame rates and sizes the probe measured, and clips without sound in an audio run.
+def check_media_facts(facts: Mapping[str, Mapping[str, Any]]) -> list[Check]:
+    """The spread of frame rates and sizes the probe measured.
+
+    Clips without sound are the plan's business (``ltx.audio_choice``): it decides before approval
+    whether the run trains audio, and on which clips.
 
     Args:
-        facts: clip -> the probe's facts (``kind``, ``fps``, ``width``, ``height``, ``has_audio``).
-        audio_run: whether training reads audio latents (the mode generates or is conditioned on audio).
+        facts: clip -> the probe's facts (``kind``, ``fps``, ``width``, ``height``).
     """
     if not facts:
         return []
@@ -73,16 +76,6 @@ def check_media_facts(facts: Mapping[str, Mapping[str, Any]], audio_run: bool) -
     rate_text = ", ".join(f"{rate:g} fps ({n})" for rate, n in sorted(rates.items())) or "no video clips"
     size_text = ", ".join(f"{size} ({n})" for size, n in sizes.most_common(5))
     more = f" and {len(sizes) - 5} more size(s)" if len(sizes) > 5 else ""
-    checks = [Check("info", "media-spread", f"{len(facts)} clip(s) measured: {rate_text}; sizes {size_text}{more}",
-                    None, "preprocessing resizes and centre-crops every clip to its bucket and keeps its frames "
-                          "as they are (no frame-rate conversion)")]
-    if audio_run:
-        silent = sorted(Path(clip).name for clip, f in videos.items() if not f.get("has_audio"))
-        if silent:
-            everyone = len(silent) == len(videos)  # preprocessing would write no audio latents at all
-            checks.append(Check("error" if everyone else "warning", "no-audio-track",
-                                f"{len(silent)} of {len(videos)} clip(s) have no audio stream, and this mode trains "
-                                f"on audio{' (the audio gate would stop training)' if everyone else ''}: "
-                                f"{name_some(silent)}", None,
-                                "add an audio track to them, remove them, or choose a video-only mode"))
-    return checks
+    return [Check("info", "media-spread", f"{len(facts)} clip(s) measured: {rate_text}; sizes {size_text}{more}",
+                  None, "preprocessing resizes and centre-crops every clip to its bucket and keeps its frames "
+                        "as they are (no frame-rate conversion)")]

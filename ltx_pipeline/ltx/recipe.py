@@ -12,12 +12,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ltx_pipeline.errors import BadRequest
 from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket
 from ltx_pipeline.ltx.launch_plan import LaunchShape
 from ltx_pipeline.ltx.modes import LOW_VRAM_T2V_CONFIG, Mode
 from ltx_pipeline.ltx.tiers import Tier
 
-__all__ = ["Recipe", "Stage", "build_recipe"]
+__all__ = ["WEIGHTS_FIELDS", "Recipe", "Stage", "build_recipe", "continue_points", "planned_stages", "refuse_fewer",
+           "schedule_lines", "total_steps"]
 
 # Knob values of the trainer's two shipped anchor configs (facts §2.1-2.2, seed 000).
 _LOW_VRAM: dict[str, Any] = {"optimizer_type": "adamw8bit", "quantization": "int8-quanto",
@@ -38,6 +40,10 @@ class Stage:
     tokens: tuple[int, ...]
     learning_rate: float
     warm_start_from_previous: bool
+    # Optimizer steps of this stage (None: the recipe's ``steps``), and for a continuation of a finished
+    # training the run's step it starts from (0 for every planned stage): see ``_continuations``.
+    steps: int | None = None
+    start_step: int = 0
 
 
 @dataclass(frozen=True)
@@ -73,11 +79,14 @@ def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, launch: LaunchShape,
                  strategy: str, stages: list[tuple[Bucket, ...]], buckets_given: bool, rank: int | None,
                  steps: int | None, learning_rate: float | None, effective_batch: int,
                  checkpoint_interval: int | None = None, validation_interval: int | None = None,
-                 gpu_names: tuple[str, ...] = ()) -> Recipe:
+                 gpu_names: tuple[str, ...] = (), continued_from: tuple[int, ...] = ()) -> Recipe:
     """Derive the recipe; see the module docstring for the rules applied.
 
     ``gpu_count`` is the hardware (for the full fine-tune and mixed-GPU warnings); ``launch`` is the
     launch that will be made (``ltx.launch_plan``): the effective batch is split over its processes.
+    ``continued_from``: the step counts at which a finished training was continued (the request's
+    ``continued_from``); the planned stages then train the first of them, and each continuation is one
+    more stage up to the next count, the last one up to ``steps``.
     """
     assumptions: list[str] = []
     warnings: list[str] = []
@@ -112,6 +121,9 @@ def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, launch: LaunchShape,
         assumptions.append(f"learning rate {base_lr:g} (the {mode.config} default)")
 
     built_stages = _stages(strategy, stages, base_lr, learning_rate is not None, assumptions)
+    if continued_from:
+        built_stages += _continuations(built_stages[-1], continued_from, steps, assumptions)
+        steps = continued_from[0]
     if not buckets_given:
         assumptions.append("resolution buckets " + "; ".join("+".join(s.buckets) for s in built_stages)
                            + f" (the {strategy} default)")
@@ -164,6 +176,95 @@ def _stages(strategy: str, stages: list[tuple[Bucket, ...]], base_lr: float, lr_
         assumptions.append("stage learning rates " + ", ".join(f"{r:g}" for r in rates)
                            + " (decaying per stage as in seed 002); rank and alpha fixed")
     return [Stage(i + 1, (str(s[0]),), (s[0].tokens,), rates[i], i > 0) for i, s in enumerate(stages)]
+
+
+def _continuations(last: Stage, points: tuple[int, ...], total: int, assumptions: list[str]) -> list[Stage]:
+    """One warm-started stage per continuation of a finished training (the chained-stage mechanism).
+
+    Each starts from the previous stage's final weights with the trainer's step counter and
+    scheduler at 0 (``checkpoints.no_resume``): a fresh schedule over its own steps, from the last
+    planned stage's learning rate, at its buckets (so its latents are the same folder).
+    """
+    ends = [*points[1:], total]
+    stages = [Stage(last.index + i + 1, last.buckets, last.tokens, last.learning_rate, True, steps=end - start,
+                    start_step=start) for i, (start, end) in enumerate(zip(points, ends, strict=True))]
+    for stage in stages:
+        assumptions.append(f"continuation: steps {stage.start_step + 1}-{stage.start_step + (stage.steps or 0)} "
+                           f"as stage {stage.index}, warm-started from the final weights of step {stage.start_step}"
+                           f" with a fresh schedule over its {stage.steps} steps from learning rate "
+                           f"{stage.learning_rate:g}")
+    return stages
+
+
+def total_steps(recipe: Recipe) -> int:
+    """The step the training reaches at its end: its last stage's start plus that stage's steps."""
+    last = recipe.stages[-1]
+    return last.start_step + (last.steps or recipe.steps)
+
+
+def schedule_lines(recipe: Recipe, target: str) -> list[str]:
+    """The plan's words on the learning rate: each stage's fresh schedule, what a resume keeps, how to
+    train further (``target``: the ``--workspace W --run R`` of the continue command)."""
+    total = total_steps(recipe)
+    lines = ["## Learning-rate schedule", "",
+             "- Each stage's trainer builds its scheduler (the template's `optimization.scheduler_type`) over that "
+             "stage's own steps, starting at the stage's learning rate."]
+    for stage in recipe.stages:
+        if stage.start_step:
+            end = stage.start_step + (stage.steps or recipe.steps)
+            lines.append(f"- Stage {stage.index} continues the finished training from step {stage.start_step} to "
+                         f"{end}: warm-started from the final weights of step {stage.start_step}, with the trainer's "
+                         "step counter and scheduler at 0 (`checkpoints.no_resume: true`), so its learning rate "
+                         f"starts at {stage.learning_rate:g} and follows a fresh schedule over its {stage.steps} "
+                         f"steps (its step k is step {stage.start_step}+k of the run).")
+    return [*lines,
+            "- Resume: a stage interrupted before its last step resumes from its newest checkpoint pair with the "
+            "trainer's saved scheduler state, so the learning rate goes on along the schedule that attempt started "
+            "with (over the steps it was launched with, even if `--steps` changed since).",
+            f"- Train further once finished: `ltx-pipeline run {target} --steps {2 * total}` (any total above "
+            f"{total}) adds a stage warm-started from the final weights with a fresh schedule over the extra steps; "
+            "autotune's sweep is not run again (the step count changes neither memory nor speed).", ""]
+
+
+#: Request fields that say what a training's weights are: a request changing any of them along with its steps
+#: is a new plan for the run (its stages train or resume as planned), not a continuation of those weights.
+WEIGHTS_FIELDS = ("dataset", "mode", "training_mode", "strategy", "buckets", "rank", "model_path",
+                  "text_encoder_path", "backend", "trigger", "audio")
+
+
+def continue_points(previous: list[int], trained: int | None, steps: int | None, *, run: str,
+                    where: str = "--steps") -> list[int]:
+    """The request's ``continued_from`` once ``steps`` is asked of a run whose training reached ``trained``.
+
+    ``steps`` is the run's total: above a finished training's total it continues that training (one more
+    point, the total reached); equal, nothing changes; below, it is refused. ``trained`` None: the
+    training has not finished (a stage still to train or resume), so nothing is continued.
+
+    Raises:
+        BadRequest: ``steps`` under the steps a finished training already trained.
+    """
+    if trained is None or steps is None:
+        return list(previous)
+    refuse_fewer(trained, steps, run=run, where=where)
+    # Already recorded: continued, and the continuation not trained yet (approval pending, interrupted).
+    return list(previous) if steps == trained or trained in previous else [*previous, trained]
+
+
+def refuse_fewer(trained: int | None, steps: int | None, *, run: str, where: str = "--steps") -> None:
+    """Refuse steps under a finished training's total (which would train nothing, or start over).
+
+    Raises:
+        BadRequest: ``steps`` below ``trained``.
+    """
+    if trained is not None and steps is not None and steps < trained:
+        raise BadRequest(f"Run {run} has trained {trained} steps; steps {steps} would be fewer", where=where,
+                         fix=f"pass --steps above {trained} to continue it from its final weights, or a new --run "
+                             f"to train {steps} steps from the start")
+
+
+def planned_stages(stages: list[dict[str, Any]]) -> int:
+    """How many stages of a recipe (``Recipe.to_dict()["stages"]``) the plan made, continuations left out."""
+    return sum(1 for stage in stages if not stage.get("start_step"))
 
 
 def _per_gpu_batch(effective: int, gpus: int, warnings: list[str]) -> tuple[int, str | None]:

@@ -6,9 +6,12 @@ the same step beside it (a ``.pt.tmp`` is an interrupted save, never a checkpoin
 what a retry would change: a failed launch's classification and its proposed fix, one rung of the
 troubleshooting ladder as an exact config diff that ``resume --apply-fix`` applies. Resuming means
 pointing ``model.load_checkpoint`` at the pair's weights through the config-patch mechanism; the
-trainer then restores the step and the scheduler itself. The invariant kept here: a resume whose
-state fingerprint (optimizer_type, scheduler_type, training_mode, lora rank) no longer matches the
-config is refused, because the trainer would silently restart at step 0 and overwrite earlier files.
+trainer then restores the step and the scheduler itself, so the learning rate goes on along the schedule
+the interrupted attempt started with (its ``total_iters``, even if the steps changed since). Training a
+*finished* stage further is no resume: it is a continuation stage with a fresh schedule (``ltx.recipe``).
+The invariant kept here: a resume whose state fingerprint (optimizer_type, scheduler_type,
+training_mode, lora rank) no longer matches the config is refused, because the trainer would silently
+restart at step 0 and overwrite earlier files.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 
 from ltx_pipeline.errors import ResumeRefused
 from ltx_pipeline.ltx.config_values import config_value
-from ltx_pipeline.trainer_log import Failure, classify_failure, read_tail
+from ltx_pipeline.trainer_log import Failure, classify_failure, failure_tail
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
 
@@ -225,17 +228,17 @@ def failure_report(log: Path, config: dict[str, Any], exit_code: int | None, sig
     Returns:
         (failure, proposal for ``failure.json`` (stage, kind, evidence, diff), markdown report).
     """
-    tail = read_tail(log, 400)
-    boundary = max((i for i, line in enumerate(tail) if line.startswith("=== ltx-pipeline: launch")), default=-1)
-    tail = tail[boundary + 1:]
+    tail = failure_tail(log)  # the lines `ltx-pipeline diagnose` reads too
     validation = config.get("validation") or {}
     failure = classify_failure(exit_code, signal, tail, config=config,
                                initial_validation=bool(validation.get("interval"))
                                and not validation.get("skip_initial_validation"))
     diff = proposed_diff(failure, config)
-    proposal = {"stage": stage, "kind": failure.kind, "evidence": failure.evidence, "exit_code": exit_code,
-                "signal": signal, "log": str(log), "diff": diff}
-    lines = [f"# Training failure: stage {stage}", "", f"- class: **{failure.kind}**",
+    proposal = {"stage": stage, "kind": failure.kind, "phase": failure.phase, "rank": failure.rank,
+                "evidence": failure.evidence, "exit_code": exit_code, "signal": signal, "log": str(log), "diff": diff}
+    where = ([f"- phase: {failure.phase}" + (f" (from: `{failure.phase_evidence}`)" if failure.phase_evidence else "")]
+             if failure.phase else []) + ([f"- rank: {failure.rank}"] if failure.rank is not None else [])
+    lines = [f"# Training failure: stage {stage}", "", f"- class: **{failure.kind}**", *where,
              f"- exit code: {exit_code}" + (f" (signal {signal})" if signal else ""), f"- log: {log}",
              f"- evidence: `{failure.evidence}`", "", "## Proposed fix"]
     if diff:

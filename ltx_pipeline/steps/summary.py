@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ltx_pipeline.steps.samples_used import samples_text
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
 
@@ -88,19 +89,23 @@ def _use_line(backend: str | None, weights: str) -> str:
 def render_summary(facts: dict[str, Any]) -> str:
     """The run-summary markdown from measured facts (see ``phases.monitor`` for the keys)."""
     request, stages = facts["request"], facts["stages"]
+    sample_words, dropped = samples_text(facts["samples"], stages)  # what the trainer used, not the plan's count
     lines = [f"# Run summary: {facts['run']}", "",
              f"- Date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
              f"- GPUs: {facts['gpus']}",
              f"- Purpose: {request.get('mode')} {request.get('training_mode', 'lora')} "
              f"({facts.get('mode_title') or request.get('mode')}), strategy {request.get('strategy', 'single')}",
              f"- Trigger word: {request.get('trigger') or '(none)'}",
-             f"- Dataset: {request.get('dataset')} ({facts['samples']} sample(s); buckets "
-             f"{', '.join(s['buckets'] for s in facts['data_stages'])})",
+             f"- Dataset: {request.get('dataset')} ({sample_words}; buckets "
+             f"{', '.join(s['buckets'] for s in facts['data_stages'])})", *dropped,
              *_prepared_lines(facts.get("prepared")),
              f"- Backend: {request.get('backend')}{_BACKEND_WORDS.get(request.get('backend'), '')}", "",
              "## Final checkpoints", "",
              "| Stage | Step | Weights |", "|---|---|---|"]
-    lines += [f"| {s['stage']} | {s['final_step']} | `{s['final_checkpoint']}` |" for s in stages]
+    # A continuation's trainer counts its own steps from 0: the run's step is said beside it.
+    lines += [f"| {s['stage']} | {s['final_step']}"
+              + (f" (run step {s['start_step'] + s['final_step']})" if s.get("start_step") else "")
+              + f" | `{s['final_checkpoint']}` |" for s in stages]
     peak_header = _PEAK_HEADER.get(request.get("backend"), _PEAK_HEADER["ltx"])
     lines += ["", "## Measured", "",
               f"| Stage | Steady step time | Trainer's overall speed | {peak_header} | Steps logged |",
@@ -140,12 +145,21 @@ def render_summary(facts: dict[str, Any]) -> str:
               f"- Workspace run folder: `{facts['run_root']}`", "",
               "## How to use and continue", "",
               _use_line(request.get("backend"), stages[-1]["final_checkpoint"]),
-              "- Continue training: raise `optimization.steps` in the last stage's config and run "
-              "`ltx-pipeline resume`; it points `model.load_checkpoint` at the newest checkpoint pair so the trainer "
-              "restores the step and scheduler.",
+              _continue_line(facts),
               "- Plots: `loss.png` (loss per step, smoothed; validation, checkpoint and resume steps marked) and "
               "`step_time.png` beside this file.", ""]
     return "\n".join(lines)
+
+
+def _continue_line(facts: dict[str, Any]) -> str:
+    """The exact command that trains further (run.yaml's steps is the run's total), and what it does."""
+    last = facts["stages"][-1]
+    trained = int(last.get("start_step") or 0) + int(last["final_step"])
+    target = f"--workspace {Path(facts['run_root']).parent} --run {facts['run']}"
+    return (f"- Continue training: `ltx-pipeline run {target} --steps {2 * trained}` (any total above {trained}; "
+            "add `--approve` to pass the new plan's gate) trains only the extra steps, as a stage warm-started "
+            "from the final weights with a fresh learning-rate schedule over them; autotune's sweep is read back, "
+            "not run again. Editing a config.yaml changes nothing: the run's configs are made from run.yaml.")
 
 
 def eval_section(outputs: dict[str, Any], *, base: Path) -> str:

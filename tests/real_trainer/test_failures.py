@@ -1,7 +1,8 @@
 """What real data and real configs do to the real trainer, and what the engine says about it in one line.
 
-- A clip without sound in an audio mode, and a clip shorter than the bucket (one run): the trainer writes no
-  audio latents for the first and no latents for the second, and skips the silent sample at training.
+- A clip without sound in an audio mode, and a clip shorter than the bucket (one run): with ``--audio on`` the
+  silent clip is left out before preprocessing (issue 33: never dropped in silence by the trainer), and
+  preprocessing writes no latents for the short one; the trainer trains on the rest and skips nothing.
 - A config the trainer's own ``LtxTrainerConfig`` refuses: refused before any launch, with the trainer's words;
   and the trainer's own exit on that config is classified as a config error naming the field.
 """
@@ -27,19 +28,22 @@ _FAST = ("--steps", "2", "--checkpoint-interval", "2", "--validation-interval", 
 def test_a_silent_clip_and_a_short_clip_are_named_and_the_real_trainer_trains_on_the_rest(
         trainer_env: TrainerEnvironment, trainer_root: Path, tiny_model: dict[str, Any], tmp_path: Path) -> None:
     """One run, two habits of real footage: a clip without sound (t2v trains audio) and a clip of 9 frames
-    (the bucket needs 25). The trainer writes no audio latents for the first and no latents for the second,
-    and skips the silent sample at training; the engine names each clip and why, in one line each."""
+    (the bucket needs 25). ``--audio on`` leaves the first out of the dataset the trainer sees, preprocessing
+    writes no latents for the second; the engine names each clip and why, in one line each."""
     dataset = write_clips(tmp_path / "data", 4, audio=[True, True, False, True], frames=[48, 48, 48, 9])
     names = sorted(p.name for p in (tmp_path / "data" / "clips").glob("*.mp4"))
     silent, short = next(n for n in names if n.endswith("-2.mp4")), next(n for n in names if n.endswith("-3.mp4"))
-    done = cli(*run_args(tmp_path / "ws", trainer_env, trainer_root, tiny_model, dataset, "--run", "r", *_FAST))
+    done = cli(*run_args(tmp_path / "ws", trainer_env, trainer_root, tiny_model, dataset, "--run", "r", "--audio",
+                         "on", *_FAST))
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "Traceback" not in output
     assert any(silent in line and "audio" in line for line in output.splitlines()), output[-4000:]
     assert any(short in line and "9 frames" in line for line in output.splitlines()), output[-4000:]
     log = (tmp_path / "ws" / "r" / "logs" / "train.log").read_text(errors="replace")
-    assert "Skipped 1 invalid samples from 3 total" in log  # the real trainer's own words: 3 latents, 2 with sound
+    assert "invalid samples" not in log  # the silent clip never reached the trainer: nothing dropped unsaid
+    summary = (tmp_path / "ws" / "r" / "outputs" / "run-summary.md").read_text()
+    assert "(2 sample(s) trained on, of 3 planned;" in summary  # 3 rows with sound, the 9-frame one not encoded
 
 
 def _checkout_with_template(trainer_root: Path, folder: Path, edit: tuple[str, str]) -> Path:

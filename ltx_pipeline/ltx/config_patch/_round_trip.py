@@ -115,6 +115,8 @@ class RoundTrip:
             if last in node:
                 if isinstance(plain.get(last), _SCALARS) and plain.get(last) != value:
                     _drop_stale_comment(node, last, plain.get(last))
+                if isinstance(node[last], (CommentedMap, CommentedSeq)) and not isinstance(value, (dict, list, tuple)):
+                    _keep_trailing_comments(node, last)
                 node[last] = styled(value, node[last])
             else:
                 insert(node, last, styled(value, None))
@@ -155,6 +157,25 @@ class RoundTrip:
         stream = io.StringIO()
         self._yaml.dump(self.doc, stream)
         return stream.getvalue()
+
+
+def _keep_trailing_comments(node: CommentedMap, key: str) -> None:
+    """A block replaced by a scalar (``audio: {...}`` -> ``audio: null``) keeps the full-line comments
+    after its last line: they head the next section (``# Optimization Configuration``). Comments inside
+    the block speak of its keys and go with them."""
+    inner: Any = node[key]
+    token = None
+    while isinstance(inner, (CommentedMap, CommentedSeq)) and len(inner):
+        last = list(inner)[-1] if isinstance(inner, CommentedMap) else len(inner) - 1
+        item = inner.ca.items.get(last)
+        token = item[2] if item and len(item) > 2 and item[2] is not None else (item[0] if item else None)
+        inner = inner[last]
+    if token is None:
+        return
+    _, _, rest = token.value.partition("\n")  # the first line ends the block's last line
+    if rest.strip():
+        token.value, token.column = "\n" + rest, 0
+        node.ca.items[key] = [None, None, token, None]
 
 
 def _drop_stale_comment(node: CommentedMap, key: str, old: Any) -> None:

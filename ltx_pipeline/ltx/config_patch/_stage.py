@@ -61,7 +61,8 @@ class StagePaths:
 
 def patches_for_stage(recipe: dict[str, Any], stage_index: int, *, mode: str, paths: StagePaths,
                       trigger: str | None, wandb: bool, previous_stage_weights: str | None,
-                      backend_knobs: dict[str, Any] | None = None) -> list[Patch]:
+                      backend_knobs: dict[str, Any] | None = None,
+                      describe_audio: bool | None = None) -> list[Patch]:
     """The patches that make one stage's config from the mode's template.
 
     Args:
@@ -75,6 +76,8 @@ def patches_for_stage(recipe: dict[str, Any], stage_index: int, *, mode: str, pa
         previous_stage_weights: for a stage that warm-starts, the absolute path of the previous
             stage's final ``lora_weights_step_*.safetensors``; None for the first stage.
         backend_knobs: extra dotted path -> value pairs a backend needs, applied last.
+        describe_audio: whether validation prompts describe sound; None: whether the mode generates audio
+            (a video-only run of an audio+video mode passes False).
 
     Returns:
         The patches in order, each with a short reason.
@@ -88,7 +91,8 @@ def patches_for_stage(recipe: dict[str, Any], stage_index: int, *, mode: str, pa
         raise BadInput(f"The plan has no stage {stage_index}", where="stage",
                        fix="use one of " + ", ".join(str(i) for i in sorted(stages)))
     stage = stages[stage_index]
-    describe_audio = get_mode(mode).generates_audio
+    if describe_audio is None:
+        describe_audio = get_mode(mode).generates_audio
     patches = [
         Patch("model.model_path", paths.model_path, "required: the local model checkpoint"),
         Patch("model.text_encoder_path", paths.text_encoder_path, "required: the local Gemma text encoder"),
@@ -128,7 +132,9 @@ def _knob_patches(recipe: dict[str, Any]) -> list[Patch]:
 
 
 def _schedule_patches(recipe: dict[str, Any], stage: dict[str, Any]) -> list[Patch]:
-    steps, interval, keep = recipe["steps"], recipe["checkpoint_interval"], recipe["keep_last_n"]
+    # A continuation stage trains its own steps (the extra ones), every planned stage the recipe's.
+    steps = stage.get("steps") or recipe["steps"]
+    interval, keep = recipe["checkpoint_interval"], recipe["keep_last_n"]
     keep_reason = "plan: checkpoints kept"
     if keep == 1 and interval and steps % interval == 0:
         # Facts §4.7: the final save repeats the last interval save, and keep_last_n 1 then
@@ -136,7 +142,8 @@ def _schedule_patches(recipe: dict[str, Any], stage: dict[str, Any]) -> list[Pat
         keep, keep_reason = 2, "keep_last_n 1 would delete the final weights (steps divisible by interval)"
     dims = parse_bucket(recipe["validation_dims"], where="recipe.validation_dims")
     return [
-        Patch("optimization.steps", steps, "plan: optimizer steps"),
+        Patch("optimization.steps", steps, f"plan: continue from step {stage['start_step']} with {steps} more steps"
+              if stage.get("start_step") else "plan: optimizer steps"),
         Patch("optimization.learning_rate", float(stage["learning_rate"]),
               f"plan: stage {stage['index']} learning rate"),
         Patch("checkpoints.interval", interval, "plan: checkpoint interval"),
@@ -158,6 +165,12 @@ def _warm_start_patches(stage: dict[str, Any], previous: str | None) -> list[Pat
                        f"got {previous!r}", where="previous_stage_weights",
                        fix="pass the absolute path of the previous stage's highest-step "
                            "lora_weights_step_*.safetensors")
+    if stage.get("start_step"):  # a continuation of a finished training (ltx.recipe's _continuations)
+        return [
+            Patch("model.load_checkpoint", previous, f"continue from the final weights of step {stage['start_step']}"),
+            Patch("checkpoints.no_resume", True, "a fresh schedule over the extra steps: do not restore the "
+                  "finished training's step counter and scheduler"),
+        ]
     return [
         Patch("model.load_checkpoint", previous, f"warm start from stage {stage['index'] - 1}'s final weights"),
         Patch("checkpoints.no_resume", True,
