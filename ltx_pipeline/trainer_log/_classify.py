@@ -199,6 +199,8 @@ def _oom_failure(oom: list[ErrorSignal], config: Mapping[str, Any] | None, phase
     evidence = (preferred or oom)[-1].text
     # The trainer logs this line only when the offload is on (trainer.py): never offer it again.
     offloaded = any(_OFFLOADED_LINE in line for line in lines)
+    if phase == "embedding_precomputation" and _caching_prompts(lines):
+        return Failure("oom_validation", evidence, fix=_prompt_caching_oom_fix(config))
     if phase == "embedding_precomputation":
         return Failure("oom_validation", evidence,
                        fix=_validation_oom_fix(config, text_encoder=True, offloaded=offloaded))
@@ -250,6 +252,35 @@ def _training_oom_fix(config: Mapping[str, Any] | None, *, loading: bool = False
         # Out of memory before any step: the weights themselves do not fit, so smaller weights come first.
         steps.sort(key=lambda step: step.path != "acceleration.quantization")
     return _keep(config, steps)
+
+
+_PROMPT_CACHING = re.compile(r"Loading text encoder for validation|Loading embeddings processor for validation|"
+                             r"Pre-computing embeddings for \d+ validation prompts")
+_MEDIA_ENCODING = re.compile(r"Pre-encoding conditioning media|VAE encoder for validation media encoding")
+
+
+def _caching_prompts(lines: list[str]) -> bool:
+    """Whether the last validation-preparation line logged is the text encoder's (not the media VAE's)."""
+    for line in reversed(lines):
+        if _MEDIA_ENCODING.search(line):
+            return False
+        if _PROMPT_CACHING.search(line):
+            return True
+    return False
+
+
+def _prompt_caching_oom_fix(config: Mapping[str, Any] | None) -> list[FixStep]:
+    # ValidationRunner caches the prompts in the trainer's constructor (trainer.py __init__), before the
+    # transformer or the optimizer exist and one prompt at a time: only the text encoder's own size matters.
+    return _keep(config, [
+        FixStep("acceleration.load_text_encoder_in_8bit", True,
+                "the OOM came while the full-precision Gemma cached the validation prompts, before the "
+                "transformer or the optimizer were loaded"),
+        FixStep(None, None, "Nothing else of the run is on the GPU yet: check `nvidia-smi` for other processes "
+                "holding its memory (another training, a notebook), and that each rank has its own GPU."),
+    ]) or [FixStep(None, None, "The 8-bit text encoder is already on and nothing else of the run is on the GPU "
+                   "yet: check `nvidia-smi` for other processes holding its memory, and that each rank has its "
+                   "own GPU.")]
 
 
 def _validation_oom_fix(config: Mapping[str, Any] | None, *, text_encoder: bool,
