@@ -29,6 +29,7 @@ from ltx_pipeline.errors import BadInput, Refused, RunFailed
 from ltx_pipeline.ltx.audio_choice import trained_mode
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
+from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.recipe import planned_stages
 from ltx_pipeline.probing import wandb_credentials_resolve
@@ -36,7 +37,14 @@ from ltx_pipeline.probing.gpus import cuda_present
 from ltx_pipeline.steps.follow import TrainingFollower, log_summary, stop_requested
 from ltx_pipeline.steps.nodes import node_launch_printable, rank_zero
 from ltx_pipeline.steps.preprocess import preprocess
-from ltx_pipeline.steps.resume import check_compatible, failure_report, latest_pair, patch_resume, set_aside
+from ltx_pipeline.steps.resume import (
+    check_compatible,
+    failure_report,
+    latest_pair,
+    patch_resume,
+    restore_planned_start,
+    set_aside,
+)
 from ltx_pipeline.steps.slurm import job_end_fix, require_queue, script_path, stage_job, submit_script, write_script
 from ltx_pipeline.steps.validation import launch_target, validate_stage
 from ltx_pipeline.trainer_log import canonical_kind
@@ -113,6 +121,7 @@ class _Stage:
         # A continuation of a finished training: the run's step its trainer's step 0 stands for (ltx.recipe).
         self.start_step = int((recipe_stage or {}).get("start_step") or 0)
         self.config = Path(entry["config"])
+        self.config_entry = config_entry
         self.output_dir = Path(config_entry["output_dir"])
         launches = ctx.journal.processes("train", self.index)
         # The log of the newest launch (the one to follow or judge); a new launch gets the next name.
@@ -299,6 +308,9 @@ class _Stage:
             return None
         if self.restart:
             kept = set_aside(self.output_dir, workspace=self.ctx.workspace)
+            for record in restore_planned_start(self.config, self._planned_start(), workspace=self.ctx.workspace):
+                self.ctx.narrate(f"{self.config.name}: {record['path']} {record['old']} -> {record['new']} "
+                                 f"({record['reason']})")
             self.ctx.journal.forget_stage(self.index)  # its metrics and checkpoints are the old training's
             self.restarted = True
             if kept is not None:
@@ -317,6 +329,17 @@ class _Stage:
         self.ctx.narrate(f"Stage {self.index} resumes from its checkpoint at step {step} ({pair.weights.name}); "
                          "the trainer restores the step and the scheduler.")
         return step
+
+    def _planned_start(self) -> dict[str, Any]:
+        """How config_patch made this stage start: its recorded warm start, else the template's values."""
+        template = Path(self.config_entry["template"])
+        values = load_yaml(template.read_text(encoding="utf-8")) if template.is_file() else {}
+        planned = {path: config_value(values or {}, path) for path in ("model.load_checkpoint",
+                                                                       "checkpoints.no_resume")}
+        for record in self.config_entry.get("patches") or []:
+            if record.get("path") in planned:
+                planned[record["path"]] = record.get("new")
+        return planned
 
     def _announce_continuation(self) -> None:
         """Say what a continuation's first launch does: the issue's words, and the trainer's own numbers."""

@@ -203,6 +203,32 @@ def patch_resume(config_path: Path, pair: CheckpointPair, *, workspace: Path) ->
     return [r.to_dict() for r in records]
 
 
+_START_PATHS = ("model.load_checkpoint", "checkpoints.no_resume")
+
+
+def restore_planned_start(config_path: Path, planned: dict[str, Any], *, workspace: Path) -> list[dict[str, Any]]:
+    """Undo ``patch_resume`` for a stage that trains again from step 0 (``--restart-training``).
+
+    A resume pointed ``model.load_checkpoint`` at the stage's own checkpoint, in the folder a restart moves
+    aside: left as it is, the restarted trainer would load a file that is gone (or, for a warm-starting stage,
+    skip its warm start). ``planned`` holds the values config_patch wrote (or the template's), by dotted path.
+
+    Returns:
+        The patch records; none when the config already starts as planned.
+    """
+    from ltx_pipeline.ltx.config_patch import Patch, apply_patches  # the patcher loads ruamel: only when patching
+
+    text = config_path.read_text(encoding="utf-8")
+    current = load_yaml(text) or {}
+    patches = [Patch(path, planned.get(path), "--restart-training: the stage starts as planned, from step 0")
+               for path in _START_PATHS if config_value(current, path) != planned.get(path)]
+    if not patches:
+        return []
+    patched, records = apply_patches(text, patches)
+    atomic_write(config_path, patched, root=workspace)
+    return [r.to_dict() for r in records]
+
+
 def proposed_diff(failure: Failure, config: dict[str, Any]) -> list[dict[str, Any]]:
     """The next rung of the failure's fix ladder as an exact config diff (dotted path, old, new).
 

@@ -15,6 +15,7 @@ from ltx_pipeline.steps.resume import (
     failure_report,
     latest_pair,
     patch_resume,
+    restore_planned_start,
     read_state,
 )
 
@@ -84,6 +85,29 @@ def test_resume_patch_points_at_the_weights_and_lets_a_chained_stage_use_its_sta
     assert values["model"]["load_checkpoint"].endswith("lora_weights_step_00020.safetensors")
     assert values["checkpoints"]["no_resume"] is False
     assert {r["reason"] for r in records} == {"resume from step 20"} and "# warm start" in config.read_text()
+
+
+def test_a_restart_undoes_the_resume_patch_so_the_stage_starts_as_planned(tmp_path) -> None:
+    # --restart-training moves the stage's outputs aside: a config still loading its own (moved) checkpoint
+    # would fail on a missing file, or a warm-starting stage would lose its warm start.
+    config = tmp_path / "config.stage-2.yaml"
+    config.write_text("model:\n  load_checkpoint: /prev/final.safetensors  # warm start\ncheckpoints:\n"
+                      "  no_resume: true\n")
+    pair_files(tmp_path / "checkpoints", 20)
+    patch_resume(config, latest_pair(tmp_path / "checkpoints"), workspace=tmp_path)
+    planned = {"model.load_checkpoint": "/prev/final.safetensors", "checkpoints.no_resume": True}
+    records = restore_planned_start(config, planned, workspace=tmp_path)
+    values = yaml.safe_load(config.read_text())
+    assert values["model"]["load_checkpoint"] == "/prev/final.safetensors" and values["checkpoints"]["no_resume"]
+    assert {r["path"] for r in records} == {"model.load_checkpoint", "checkpoints.no_resume"}
+    assert "# warm start" in config.read_text()
+    assert restore_planned_start(config, planned, workspace=tmp_path) == []  # already as planned: untouched
+
+    first = tmp_path / "config.yaml"  # a first stage: the template starts from nothing
+    first.write_text("model:\n  load_checkpoint: null\ncheckpoints:\n  no_resume: false\n")
+    patch_resume(first, latest_pair(tmp_path / "checkpoints"), workspace=tmp_path)
+    restore_planned_start(first, {"model.load_checkpoint": None, "checkpoints.no_resume": False}, workspace=tmp_path)
+    assert yaml.safe_load(first.read_text())["model"]["load_checkpoint"] is None
 
 
 def _log(tmp_path: Path, *names: str) -> Path:
