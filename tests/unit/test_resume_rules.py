@@ -15,8 +15,8 @@ from ltx_pipeline.steps.resume import (
     failure_report,
     latest_pair,
     patch_resume,
-    restore_planned_start,
     read_state,
+    restore_planned_start,
 )
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "trainer_logs"
