@@ -62,7 +62,7 @@ def surface(rng: random.Random) -> tuple[dict, str]:
                        "validation_peak_vram_gb": round(validation, 2)})
     return {"gpu": {"name": name, "memory_mib": memory_mib, "count": 1},
             "load_time_s": rng.choice([60, 90, 120, 180]), "validation_time_s": rng.choice([20, 30, 45, 60]),
-            "effective_batch": effective, "points": points}, bucket
+            "per_gpu_batch": effective, "points": points}, bucket
 
 
 def main() -> None:
@@ -81,7 +81,7 @@ def main() -> None:
         made += 1
         path = args.out / f"generated_{made:02d}.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=False))
-        print(f"{path}: {data['gpu']['name']}, figures for {bucket}, E={data['effective_batch']}, "
+        print(f"{path}: {data['gpu']['name']}, figures for {bucket}, E={data['per_gpu_batch']}, "
               f"{len(data['points'])} fitting point(s)")
 
 

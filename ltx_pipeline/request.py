@@ -3,6 +3,37 @@
 The request is validated once, here, through the LTX rules in ``ltx/`` (modes, buckets), so every
 phase can trust it. ``run.yaml`` is the source of truth for a run's request: editing it is a
 supported way to change a run, and the next ``resume`` re-reads it.
+
+Defaults that depend on other fields are resolved here, once (``_RESOLVED_FIELDS``): the attribute holds
+the value every phase uses, while the request's stored form (``run.yaml``, the store, fingerprints) keeps
+what was asked, None for "the default", as before these defaults were resolved here; so an existing run's
+fingerprints do not change, and editing ``backend`` in run.yaml still changes the default captioner.
+
+The walk of ``--captioner``: the CLI option (``cli/workflow.py``) goes into the request values as
+``captioner``; ``RunRequest.captioner`` is the captioner asked for, else the backend's default
+(``ltx.preparation.default_captioner``: qwen_omni on ltx, offline on the toy backends), and
+``vllm_url`` qwen_omni's server (``ltx.preparation.DEFAULT_VLLM_URL`` unless ``--vllm-url``). The probe
+checks that this captioner can run here (its "Captioner" finding); the plan states it as
+``PreparationPlan.captioner`` (plan.md's Data preparation) and blocks approval with the fix when the
+finding is missing; the prepare phase builds that captioner once (``steps.captioning.make_captioner``), writes
+the captions into ``<run>/dataset/dataset.json`` and records ``PrepareOutputs.captioner``. The trainer config
+never names the captioner: its captions reach training through that metadata file, which data_check plans
+preprocessing from and config_patch's ``data.preprocessed_data_root`` points at once preprocessed.
+
+The walk of ``--effective-batch`` (samples per optimizer step over every process, everywhere; a value for one
+process says ``per_gpu`` in its name): the CLI option (``cli/workflow.py``) becomes
+``RunRequest.effective_batch``. The plan computes the launch once (``ltx.launch_plan.launch_shape``, stored as
+``PlanOutputs.launch``: processes per node x nodes) and ``ltx.recipe.build_recipe`` splits the effective
+batch over its processes: ``Recipe.knobs`` gets ``batch_size`` 1 and ``gradient_accumulation_steps`` =
+effective batch / processes (the per-GPU batch), ``Recipe.effective_batch`` the total it makes (rounded to a
+multiple of the processes, with a warning). Validate launches that many processes (``ValidateOutputs.
+num_processes``, read from the plan's launch). Autotune keeps the per-GPU batch E = batch x accumulation fixed
+(``ltx.autotune.search_space(..., per_gpu_batch)``, ``SweepPlanner(per_gpu_batch=...)``) and trades batch size
+against accumulation, each config b x E/b x processes = the effective batch; it stores ``AutotuneOutputs.
+per_gpu_batch``, ``processes`` and ``effective_batch`` (their product). Config_patch and autotune's winner write
+the knobs into every stage config as the trainer's ``optimization.batch_size`` and
+``optimization.gradient_accumulation_steps`` (``ltx.config_patch.KNOB_PATHS``); the process count is the
+launch's ``accelerate launch --num_processes``: the trainer's samples per optimizer step are their product.
 """
 
 from __future__ import annotations
@@ -15,12 +46,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from ltx_pipeline.errors import BadDataset, BadInputs, BadRequest, LtxPipelineError
 from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, parse_buckets
 from ltx_pipeline.ltx.modes import MODES, get_mode
+from ltx_pipeline.ltx.preparation import DEFAULT_VLLM_URL, CaptionerName, default_captioner
 from ltx_pipeline.workspace import atomic_write, validate_run_name
 from ltx_pipeline.yaml_io import load_yaml
 
@@ -35,6 +78,8 @@ DEFAULT_MIXED_BUCKETS = "960x544x121;1280x704x81"  # seed 002's mixed example: m
 EVAL_ONLY_FIELDS = ("eval_prompts", "skip_eval")
 #: Where the nodes meet: read by validate (the launch), not by the plan (changing the port needs no new approval).
 RENDEZVOUS_FIELDS = ("main_ip", "main_port")
+#: Fields whose default is resolved here from other fields: stored as asked (None when not given, see the docstring).
+_RESOLVED_FIELDS = ("captioner", "vllm_url")
 
 
 class RunRequest(BaseModel):
@@ -84,8 +129,10 @@ class RunRequest(BaseModel):
     headroom: float = Field(default=0.05, ge=0.0, lt=0.5)  # autotune keeps peak VRAM under capacity x (1 - headroom)
     fresh_preprocess: bool = False  # ignore an existing .precomputed and preprocess into the run's own folder
     # Prepare phase (a folder of clips, one long video, or metadata with captions missing):
-    captioner: Literal["offline", "qwen_omni", "gemini_flash"] | None = None  # default: by backend
-    vllm_url: str | None = None  # qwen_omni's server; default: the trainer script's own default
+    # The captioner asked for, else the backend's (ltx.preparation.default_captioner): resolved here, once, by
+    # _resolve_defaults (so never missing, though it may be left out of the values).
+    captioner: CaptionerName
+    vllm_url: str = DEFAULT_VLLM_URL  # qwen_omni's server (the trainer's documented default unless given)
     holdout: int | None = Field(default=None, ge=0, le=10_000)  # samples held out; default ~10 % from 8 up
     holdout_file: str | None = None  # the user's own holdout rows, used as they are
     # Deprecated and ignored (every video is looked at for cuts; scenes shorter than the smallest bucket are
@@ -166,6 +213,33 @@ class RunRequest(BaseModel):
                 raise ValueError(f"{name} is set by ltx-pipeline in the job script ({_OWNED_SBATCH[name]}); "
                                  "leave it out of --slurm-arg")
         return value
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _resolve_defaults(cls, data: Any, handler: ModelWrapValidatorHandler[RunRequest]) -> RunRequest:
+        """Fill the defaults that depend on other fields; they stay "not given" (``model_fields_set``)."""
+        if not isinstance(data, dict):
+            return handler(data)
+        # `captioner: null` (a hand-edited run.yaml) means the default, exactly as leaving it out does.
+        given = {key: value for key, value in data.items() if not (key in _RESOLVED_FIELDS and value is None)}
+        backend = given.get("backend", "ltx")
+        request = handler({"captioner": default_captioner(None, backend if isinstance(backend, str) else "ltx"),
+                           **given})
+        request.__pydantic_fields_set__.difference_update(key for key in _RESOLVED_FIELDS if key not in given)
+        return request
+
+    @model_serializer(mode="wrap")
+    def _as_asked(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        # A resolved default is stored as "not given" (None): run.yaml, the store and the fingerprints keep
+        # what they held before it was resolved here, and a re-validated dump resolves it again.
+        data: dict[str, Any] = handler(self)
+        for key in _RESOLVED_FIELDS:
+            if key in data and key not in self.model_fields_set:
+                if info.exclude_none:
+                    del data[key]
+                else:
+                    data[key] = None
+        return data
 
     @model_validator(mode="after")
     def _continued_below_steps(self) -> RunRequest:

@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ltx_pipeline.env_names import WORKSPACE_ENV
 from ltx_pipeline.errors import BadInput, UnsafePath
 
 __all__ = [
@@ -28,7 +29,6 @@ __all__ = [
 
 DB_FILENAME = "ltx-pipeline.db"
 OPTUNA_DB_FILENAME = "optuna.db"
-WORKSPACE_ENV = "LTX_PIPELINE_WORKSPACE"
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 # Device names Windows reserves in every folder (with any extension): a run folder named so cannot be
 # created there, nor on a share served from it.

@@ -12,14 +12,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.engine import PhaseResult, RunContext
-from ltx_pipeline.engine.fingerprint import digest, file_digest
+from ltx_pipeline.engine import PhaseResult
+from ltx_pipeline.engine.fingerprint import file_digest
 from ltx_pipeline.ltx.audio_choice import video_only_patches
+from ltx_pipeline.ltx.checkpoint_files import weights_file_name
 from ltx_pipeline.ltx.config_patch import StagePaths, apply_patches, patches_for_stage, render_diff
-from ltx_pipeline.ltx.recipe import planned_stages
+from ltx_pipeline.ltx.recipe import Recipe, Stage, planned_stages
+from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs, StageConfig
+from ltx_pipeline.outputs.data_check import DataCheckOutputs
+from ltx_pipeline.outputs.plan import PlanOutputs
+from ltx_pipeline.outputs.probe import ProbeOutputs
+from ltx_pipeline.steps.context import LtxContext
+from ltx_pipeline.steps.preprocess import model_paths
 from ltx_pipeline.workspace import atomic_write
 
-__all__ = ["PHASE", "model_paths", "stage_config_file", "stage_output_dir"]
+__all__ = ["PHASE", "stage_config_file", "stage_output_dir"]
 
 
 def stage_config_file(run_root: Path, stage: int, stages: int) -> Path:
@@ -38,79 +45,63 @@ def stage_output_dir(run_root: Path, stage: int, stages: int) -> Path:
 class ConfigPatchPhase:
     name = "config_patch"
     heavy = False
+    outputs_type = ConfigPatchOutputs
 
-    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
-        template = ctx.backend.template(ctx.output("plan")["recipe"]["template"])
-        return {"plan": digest(ctx.output("plan")), "data_check": digest(ctx.output("data_check")),
+    def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:
+        template = ctx.backend.template(ctx.output(PlanOutputs).recipe.template)
+        return {"plan": ctx.output_digest("plan"), "data_check": ctx.output_digest("data_check"),
                 "template": file_digest(template), "backend": ctx.request.backend}
 
-    def run(self, ctx: RunContext) -> PhaseResult:
+    def run(self, ctx: LtxContext) -> PhaseResult[ConfigPatchOutputs]:
         ctx.narrate("Copying the mode's example config into the run and patching it with the plan's settings; "
                     "the template itself is never edited.")
-        recipe = ctx.output("plan")["recipe"]
-        data = ctx.output("data_check")
-        template = ctx.backend.template(recipe["template"])
+        plan = ctx.output(PlanOutputs)
+        recipe = plan.recipe
+        recipe_data = plan.to_stored()["recipe"]  # the ltx patch rules read the approved recipe as plain JSON data
+        data = ctx.output(DataCheckOutputs)
+        template = ctx.backend.template(recipe.template)
         template_text = template.read_text(encoding="utf-8")
         model_path, encoder_path = model_paths(ctx)
-        wandb = bool(ctx.output("probe")["host"].get("wandb_credentials"))
-        stages = planned_stages(recipe["stages"])  # continuations are named apart: the planned names never move
+        wandb = ctx.output(ProbeOutputs).host.wandb_credentials
+        # Continuations are named apart: the planned names never move.
+        stages = planned_stages(recipe_data["stages"])
         configs = []
         previous_weights: str | None = None
-        for stage in recipe["stages"]:
-            index = stage["index"]
+        for stage in recipe.stages:
+            index = stage.index
             output_dir = stage_output_dir(ctx.paths.root, index, stages)
             paths = StagePaths(model_path=model_path, text_encoder_path=encoder_path,
-                               preprocessed_data_root=data["stages"][index - 1]["preprocessed_root"],
+                               preprocessed_data_root=data.stages[index - 1].preprocessed_root,
                                output_dir=str(output_dir))
-            video_only = (ctx.output("plan").get("audio") or {}).get("trains") == "video"  # the plan's audio choice
-            patches = patches_for_stage(recipe, index, mode=recipe["mode"], paths=paths, trigger=ctx.request.trigger,
+            video_only = plan.video_only  # the plan's audio choice
+            patches = patches_for_stage(recipe_data, index, mode=recipe.mode, paths=paths, trigger=ctx.request.trigger,
                                         wandb=wandb, previous_stage_weights=previous_weights,
                                         backend_knobs=getattr(ctx.backend, "config_knobs", None),
                                         describe_audio=False if video_only else None)
             if video_only:
-                patches += video_only_patches(recipe["training_mode"])
+                patches += video_only_patches(recipe.training_mode)
             text, records = apply_patches(template_text, patches)
             config_file = stage_config_file(ctx.paths.root, index, stages)
             atomic_write(config_file, text, root=ctx.workspace)
-            configs.append({"stage": index, "config": str(config_file), "template": str(template),
-                            "patches": [r.to_dict() for r in records],
-                            "diff": render_diff(template_text, text, str(template), str(config_file)),
-                            "output_dir": str(output_dir)})
+            configs.append(StageConfig(stage=index, config=str(config_file), template=str(template),
+                                       patches=tuple(records),
+                                       diff=render_diff(template_text, text, str(template), str(config_file)),
+                                       output_dir=str(output_dir)))
             previous_weights = str(output_dir / "checkpoints" / _final_weights_name(recipe, stage))
-        return PhaseResult({"configs": configs, "model_path": model_path, "text_encoder_path": encoder_path})
+        return PhaseResult(ConfigPatchOutputs(configs=tuple(configs), model_path=model_path,
+                                              text_encoder_path=encoder_path))
 
-    def summary(self, outputs: dict[str, Any]) -> str:
-        configs = outputs["configs"]
-        patched = sum(len(c["patches"]) for c in configs)
-        names = ", ".join(Path(c["config"]).name for c in configs)
-        return f"{names} written from {Path(configs[0]['template']).name} with {patched} recorded patch(es)"
+    def summary(self, outputs: ConfigPatchOutputs) -> str:
+        configs = outputs.configs
+        patched = sum(len(c.patches) for c in configs)
+        names = ", ".join(Path(c.config).name for c in configs)
+        return f"{names} written from {Path(configs[0].template).name} with {patched} recorded patch(es)"
 
 
-def _final_weights_name(recipe: dict[str, Any], stage: dict[str, Any]) -> str:
+def _final_weights_name(recipe: Recipe, stage: Stage) -> str:
     """The trainer always saves a last checkpoint at the final step (facts §4.7), counted from the
     stage's own start (a warm-started stage's trainer starts at step 0)."""
-    prefix = "lora" if recipe["training_mode"] == "lora" else "model"
-    return f"{prefix}_weights_step_{stage.get('steps') or recipe['steps']:05d}.safetensors"
-
-
-def model_paths(ctx: RunContext) -> tuple[str, str]:
-    """The checkpoint and text encoder every stage trains and preprocesses with (data_check computes
-    the data identity from the same two paths).
-
-    ltx: what the probe found or was given. reference and simulated: ``--model-path`` (and
-    ``--text-encoder-path``, else the checkpoint itself) when given, else the backend's own base
-    weights in the run's ``models/``.
-    """
-    request = ctx.request
-    if request.backend == "ltx":
-        models = ctx.output("probe")["models"]
-        return models["checkpoint_path"], models["text_encoder_path"]
-    if request.model_path:
-        model = str(Path(request.model_path).expanduser().absolute())
-    else:
-        model = str(ctx.backend.base_weights(ctx.paths.root / "models"))
-    encoder = str(Path(request.text_encoder_path).expanduser().absolute()) if request.text_encoder_path else model
-    return model, encoder
+    return weights_file_name(recipe.training_mode, stage.steps or recipe.steps)
 
 
 PHASE = ConfigPatchPhase()

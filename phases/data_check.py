@@ -18,14 +18,14 @@ with a report in ``<run>/data-check.md``; existing data is never touched.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.engine import PhaseResult, RunContext
+from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import BadDataset
-from ltx_pipeline.ltx.audio_choice import rows_with_sound, trained_mode
+from ltx_pipeline.ltx.audio_choice import AudioPlan, rows_with_sound, trained_mode
 from ltx_pipeline.ltx.buckets import Bucket, parse_buckets
 from ltx_pipeline.ltx.clip_checks import check_clip_lengths, check_media_facts
 from ltx_pipeline.ltx.data_check import (
@@ -40,57 +40,65 @@ from ltx_pipeline.ltx.data_check import (
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import COLUMN_ALIASES, Mode, get_mode
 from ltx_pipeline.ltx.precomputed import inspect_precomputed
+from ltx_pipeline.outputs.data_check import DataCheckOutputs, DataStage, ModelFileIdentities, ModelPairing, SanitySet
+from ltx_pipeline.outputs.plan import PlanOutputs
+from ltx_pipeline.outputs.prepare import PreparedDataset, PrepareOutputs
+from ltx_pipeline.outputs.probe import ClipFrames, ProbeOutputs
+from ltx_pipeline.probing import DatasetInfo, to_plain
 from ltx_pipeline.probing.dataset import METADATA_EXTENSIONS
-from ltx_pipeline.steps.preprocess import model_files, read_identity, stage_identity
+from ltx_pipeline.steps.context import LtxContext
+from ltx_pipeline.steps.preprocess import model_files, model_paths, read_identity, stage_identity
 from ltx_pipeline.workspace import atomic_write
-from phases.config_patch import model_paths
 
 __all__ = ["PHASE"]
+
+#: What the data is checked from: the probe's record of --dataset, or the dataset the prepare phase staged.
+Dataset = DatasetInfo | PreparedDataset
 
 
 class DataCheckPhase:
     name = "data_check"
     heavy = False
+    outputs_type = DataCheckOutputs
 
-    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+    def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:
         request = ctx.request
         dataset = Path(request.dataset)
         return {"run request": {"dataset": request.dataset, "mode": request.mode,
                                 "fresh_preprocess": request.fresh_preprocess},
-                "stages": [s["buckets"] for s in ctx.output("plan")["recipe"]["stages"]],
-                "probe": digest(ctx.output("probe")["dataset"]),
-                "prepared": digest(ctx.output("prepare")) if "prepare" in ctx.upstream else None,
+                "stages": [list(s.buckets) for s in ctx.output(PlanOutputs).recipe.stages],
+                "probe": digest(to_plain(ctx.output(ProbeOutputs).dataset)),
+                "prepared": ctx.output_digest("prepare") if ctx.has_output("prepare") else None,
                 # Only a metadata file is hashed: a long video given as --dataset is covered by the probe's
                 # size+mtime listing, and re-reading gigabytes on every resume would be waste.
                 "metadata": file_digest(dataset) if dataset.suffix.lower() in METADATA_EXTENSIONS
                 and dataset.is_file() else None,
                 "model files": _model_files_part(model_files(ctx.workspace, *model_paths(ctx))),
                 "preprocessing": {"trigger": request.trigger},
-                **_audio_part(ctx.output("plan").get("audio"))}
+                **_audio_part(ctx.output(PlanOutputs).audio)}
 
-    def run(self, ctx: RunContext) -> PhaseResult:
+    def run(self, ctx: LtxContext) -> PhaseResult[DataCheckOutputs]:
         ctx.narrate("Checking the dataset against the mode and the planned buckets, and planning where each "
                     "stage's latents come from. Nothing is preprocessed or changed here.")
-        audio = ctx.output("plan").get("audio")
+        plan_outputs = ctx.output(PlanOutputs)
+        audio = plan_outputs.audio
         mode = trained_mode(get_mode(ctx.request.mode), audio)  # video only: no audio latents are read
-        probe = ctx.output("probe")
-        recipe = ctx.output("plan")["recipe"]
+        recipe = plan_outputs.recipe
         # A continuation of a finished training trains on its last planned stage's latents (ltx.recipe).
-        continuations = [s["index"] for s in recipe["stages"] if s.get("start_step")]
-        stages = [parse_buckets(";".join(s["buckets"])) for s in recipe["stages"] if not s.get("start_step")]
-        # A prepared dataset (staged, split, captioned under the run) replaces what --dataset pointed at.
-        source = ctx.output("prepare") if (ctx.upstream.get("prepare") or {}).get("prepared") else probe
-        dataset = source["dataset"]
+        continuations = [s.index for s in recipe.stages if s.start_step]
+        stages = [parse_buckets(";".join(s.buckets)) for s in recipe.stages if not s.start_step]
+        dataset, clip_facts = _source(ctx)
         checks: list[Check] = []
         metadata_file, rows, media = _metadata(dataset, mode, checks)
-        clip_facts = source.get("clip_frames") or {}
+        facts = clip_facts.facts_plain()
         for buckets in stages:
-            checks += check_clip_lengths(clip_facts.get("counts") or {}, list(buckets))
+            checks += check_clip_lengths(clip_facts.frame_counts(), list(buckets))
         existing = _existing_precomputed(dataset, ctx.request.fresh_preprocess)
-        checks += check_media_facts(clip_facts.get("facts") or {})  # sound was decided by the plan
+        checks += check_media_facts(facts)  # sound was decided by the plan
         left_out: list[str] = []
-        if metadata_file and existing is None and (audio or {}).get("left_out"):
-            metadata_file, rows, left_out = _with_sound_only(ctx, Path(metadata_file), clip_facts.get("facts") or {})
+        planned_out = audio.left_out if audio is not None else ()  # --audio on: the silent clips the plan left out
+        if metadata_file and existing is None and planned_out:
+            metadata_file, rows, left_out = _with_sound_only(ctx, Path(metadata_file), facts)
         model_path, encoder_path = model_paths(ctx)
         files = model_files(ctx.workspace, model_path, encoder_path)
         checks += _model_checks(ctx, files)
@@ -104,54 +112,66 @@ class DataCheckPhase:
             if report.ok:
                 checks += _own_data_identity(Path(report.root), identities[0], model_path, encoder_path, dataset)
         _report(ctx, checks)
-        plan = _preprocess_plan(ctx, stages, metadata_file, existing if report and report.ok else None)
-        for entry, identity in zip(plan, identities, strict=True):
-            entry["data_identity"] = identity["digest"]
+        planned = _preprocess_plan(ctx, stages, metadata_file, existing if report and report.ok else None)
+        data_stages = [entry.model_copy(update={"data_identity": identity["digest"]})
+                       for entry, identity in zip(planned, identities, strict=True)]
         # The same folder as the stage it continues: verified at its launch, made again only if the models changed.
-        plan += [{**plan[-1], "index": index} for index in continuations]
+        data_stages += [data_stages[-1].model_copy(update={"index": index}) for index in continuations]
         samples = report.usable_samples if report and report.ok else rows
         sanity_bucket = max((b for s in stages for b in s), key=lambda b: b.tokens)
-        pairing = {**files, "digest": digest([files["model"]["content"], files["text_encoder"]["content"]])}
-        outputs = {
-            "metadata_file": metadata_file, "samples": samples,
-            "checks": [asdict(c) for c in checks], "stages": plan,
-            "sanity": {"bucket": str(sanity_bucket), "preprocessed_root": str(ctx.paths.overfit / ".precomputed")},
-            "model_files": files, "conditions_pairing": pairing,
-            **({"left_out_silent": left_out} if left_out else {}),
+        identities_now = ModelFileIdentities.model_validate(files)
+        pairing = ModelPairing(model=identities_now.model, text_encoder=identities_now.text_encoder,
+                               digest=digest([files["model"]["content"], files["text_encoder"]["content"]]))
+        optional: dict[str, Any] = {}  # stored only when they apply (DataCheckOutputs keeps the keys given)
+        if left_out:
+            optional["left_out_silent"] = tuple(left_out)
+        if existing is not None and planned_out:
             # A reused folder cannot be filtered: the trainer skips its silent samples, as the plan said.
-            **({"agreed_skips": len((audio or {})["left_out"])} if existing is not None
-               and (audio or {}).get("left_out") else {}),
-        }
-        return PhaseResult(outputs)
+            optional["agreed_skips"] = len(planned_out)
+        return PhaseResult(DataCheckOutputs(
+            metadata_file=metadata_file, samples=samples, checks=tuple(checks), stages=tuple(data_stages),
+            sanity=SanitySet(bucket=str(sanity_bucket), preprocessed_root=str(ctx.paths.overfit / ".precomputed")),
+            model_files=identities_now, conditions_pairing=pairing, **optional))
 
-    def summary(self, outputs: dict[str, Any]) -> str:
-        warnings = sum(1 for c in outputs["checks"] if c["severity"] == "warning")
-        sources = ", ".join(f"stage {s['index']}: {s['source']}" for s in outputs["stages"])
-        return f"{outputs['samples']} sample(s) checked, {warnings} warning(s); {sources}"
+    def summary(self, outputs: DataCheckOutputs) -> str:
+        warnings = sum(1 for c in outputs.checks if c.severity == "warning")
+        sources = ", ".join(f"stage {s.index}: {s.source}" for s in outputs.stages)
+        return f"{outputs.samples} sample(s) checked, {warnings} warning(s); {sources}"
 
 
-def _metadata(dataset: dict[str, Any], mode: Mode, checks: list[Check]) -> tuple[str | None, int, tuple[str, ...]]:
-    kind = dataset["kind"]
+def _source(ctx: LtxContext) -> tuple[Dataset, ClipFrames]:
+    """The dataset to check and its clips' facts: a prepared dataset (staged, split, captioned under the run)
+    replaces what --dataset pointed at; the prepare phase may have had nothing to do."""
+    if ctx.has_output("prepare"):
+        prepared = ctx.output(PrepareOutputs)
+        if prepared.prepared and prepared.dataset is not None:
+            return prepared.dataset, prepared.clip_frames
+    probe = ctx.output(ProbeOutputs)
+    return probe.dataset, probe.clip_frames
+
+
+def _metadata(dataset: Dataset, mode: Mode, checks: list[Check]) -> tuple[str | None, int, tuple[str, ...]]:
+    kind = dataset.kind
     if kind == "metadata":
-        report = check_metadata(Path(dataset["path"]), mode)
+        report = check_metadata(Path(dataset.path), mode)
         checks.extend(report.checks)
         return report.path, report.rows, report.primary_media()
     if kind == "precomputed":
         return None, 0, ()
     raise BadDataset(f"A {kind.replace('_', ' ')} cannot be trained on: captions and clips need a metadata file",
-                     where=dataset["path"],
+                     where=dataset.path,
                      fix="pass --dataset a .csv/.json/.jsonl with a caption column and the media paths (or a "
                          "verified .precomputed folder)")
 
 
-def _audio_part(audio: dict[str, Any] | None) -> dict[str, Any]:
+def _audio_part(audio: AudioPlan | None) -> dict[str, Any]:
     """The audio choice's part of the fingerprint: absent for audio+video on every clip (every earlier run's)."""
-    if not audio or (audio.get("trains") != "video" and not audio.get("left_out")):
+    if audio is None or (audio.trains != "video" and not audio.left_out):
         return {}
-    return {"audio": {"trains": audio["trains"], "left out": audio.get("left_out") or []}}
+    return {"audio": {"trains": audio.trains, "left out": list(audio.left_out)}}
 
 
-def _with_sound_only(ctx: RunContext, metadata_file: Path, facts: dict[str, Any]) -> tuple[str, int, list[str]]:
+def _with_sound_only(ctx: LtxContext, metadata_file: Path, facts: dict[str, Any]) -> tuple[str, int, list[str]]:
     """``--audio on`` with silent clips: the metadata the trainer sees holds only the rows with sound.
 
     Written into the run (media paths made absolute); the user's file is never changed.
@@ -172,34 +192,34 @@ def _with_sound_only(ctx: RunContext, metadata_file: Path, facts: dict[str, Any]
     return str(target), len(kept), left_out
 
 
-def _existing_precomputed(dataset: dict[str, Any], fresh: bool) -> str | None:
+def _existing_precomputed(dataset: Dataset, fresh: bool) -> str | None:
     """The user's own .precomputed to verify and reuse (never written to), unless told to ignore it."""
-    if dataset["kind"] == "precomputed":
-        return dataset["path"]
-    meta = dataset.get("metadata") or {}
-    found = (meta.get("precomputed") or {}).get("path")
+    if dataset.kind == "precomputed":
+        return dataset.path
+    meta = dataset.metadata if isinstance(dataset, DatasetInfo) else None
+    found = meta.precomputed.path if meta is not None and meta.precomputed is not None else None
     return None if fresh else found
 
 
-def _preprocess_plan(ctx: RunContext, stages: list[tuple[Bucket, ...]], metadata_file: str | None,
-                     reuse: str | None) -> list[dict[str, Any]]:
+def _preprocess_plan(ctx: LtxContext, stages: list[tuple[Bucket, ...]], metadata_file: str | None,
+                     reuse: str | None) -> list[DataStage]:
     """Where each stage's latents come from: the verified existing folder, or a new one in the run."""
     plan = []
     for index, buckets in enumerate(stages, start=1):
         bucket_text = ";".join(str(b) for b in buckets)
         if index == 1 and reuse is not None:
-            plan.append({"index": index, "buckets": bucket_text, "source": "reuse", "preprocessed_root": reuse})
+            plan.append(DataStage(index=index, buckets=bucket_text, source="reuse", preprocessed_root=reuse))
             continue
         if metadata_file is None:
             raise BadDataset(f"Stage {index} ({bucket_text}) needs preprocessing, but the dataset has no metadata",
                              where=ctx.request.dataset, fix="pass the metadata file as --dataset")
         folder = ".precomputed" if index == 1 else f".precomputed-stage-{index}"
-        plan.append({"index": index, "buckets": bucket_text, "source": "preprocess",
-                     "preprocessed_root": str(ctx.paths.dataset / folder), "metadata_file": metadata_file})
+        plan.append(DataStage(index=index, buckets=bucket_text, source="preprocess",
+                              preprocessed_root=str(ctx.paths.dataset / folder), metadata_file=metadata_file))
     return plan
 
 
-def _report(ctx: RunContext, checks: list[Check]) -> None:
+def _report(ctx: LtxContext, checks: list[Check]) -> None:
     lines = format_checks(checks)
     for check in checks:
         if check.severity == "warning":
@@ -220,7 +240,7 @@ def _model_files_part(files: dict[str, Any]) -> dict[str, str]:
     return part
 
 
-def _model_checks(ctx: RunContext, files: dict[str, Any]) -> list[Check]:
+def _model_checks(ctx: LtxContext, files: dict[str, Any]) -> list[Check]:
     """A checkpoint given to the reference or simulated backend must be a safetensors file (the probe
     checks it for ltx)."""
     given = ctx.request.model_path
@@ -236,16 +256,16 @@ def _model_checks(ctx: RunContext, files: dict[str, Any]) -> list[Check]:
 _FRESH = "pass --fresh-preprocess to preprocess into the run's own folder (yours is left as it is)"
 
 
-def _own_data_fixes(checks: list[Check], dataset: dict[str, Any]) -> list[Check]:
+def _own_data_fixes(checks: list[Check], dataset: Dataset) -> list[Check]:
     """Errors about the user's own preprocessed data name the way out that leaves it alone."""
-    fresh = _FRESH if dataset["kind"] == "metadata" else \
+    fresh = _FRESH if dataset.kind == "metadata" else \
         "pass the metadata file as --dataset with --fresh-preprocess to preprocess into the run's own folder"
     return [replace(c, fix=f"{(c.fix or '').rstrip('.')}; or {fresh}" if c.fix else fresh)
             if c.severity == "error" and "--fresh-preprocess" not in (c.fix or "") else c for c in checks]
 
 
 def _own_data_identity(root: Path, identity: dict[str, Any], model_path: str, encoder_path: str,
-                       dataset: dict[str, Any]) -> list[Check]:
+                       dataset: Dataset) -> list[Check]:
     """The user's own .precomputed against the models this run uses (its record is only read)."""
     recorded = read_identity(root)
     if recorded is not None and recorded.get("legacy"):
@@ -259,7 +279,9 @@ def _own_data_identity(root: Path, identity: dict[str, Any], model_path: str, en
 def _load_sample(path: Path) -> dict[str, Any]:
     import torch  # only when an existing .precomputed is verified
 
-    return torch.load(path, weights_only=True, map_location="cpu")
+    sample: dict[str, Any] = torch.load(path, weights_only=True, map_location="cpu")
+    return sample
 
 
 PHASE = DataCheckPhase()
+

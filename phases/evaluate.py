@@ -15,17 +15,25 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.engine import PhaseResult, RunContext
-from ltx_pipeline.engine.fingerprint import digest, file_digest
+from ltx_pipeline.engine import PhaseResult
+from ltx_pipeline.engine.fingerprint import file_digest
 from ltx_pipeline.errors import RunFailed
 from ltx_pipeline.ltx.audio_choice import trained_mode
+from ltx_pipeline.ltx.checkpoint_files import final_weights_name
 from ltx_pipeline.ltx.evaluation import CATEGORIES, eval_sets
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.outputs.data_check import DataCheckOutputs
+from ltx_pipeline.outputs.evaluate import EvaluateOutputs, Render
+from ltx_pipeline.outputs.plan import PlanOutputs
+from ltx_pipeline.outputs.prepare import PrepareOutputs
+from ltx_pipeline.outputs.probe import ProbeOutputs
+from ltx_pipeline.outputs.train import TrainedStage, TrainOutputs
+from ltx_pipeline.steps.context import LtxContext
 from ltx_pipeline.steps.eval_sheet import SheetEntry, write_eval_sheet
 from ltx_pipeline.steps.evaluation import EvalJob, EvalRenderer
 from ltx_pipeline.steps.summary import eval_section, with_section
-from ltx_pipeline.steps.validation import launch_target
+from ltx_pipeline.steps.validation import stage_launch_target
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
 
@@ -34,28 +42,29 @@ __all__ = ["PHASE"]
 class EvaluatePhase:
     name = "evaluate"
     heavy = True
+    outputs_type = EvaluateOutputs
 
-    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+    def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:
         request = ctx.request
-        parts: dict[str, Any] = {"train": digest(ctx.output("train")), "data_check": digest(ctx.output("data_check")),
+        parts: dict[str, Any] = {"train": ctx.output_digest("train"), "data_check": ctx.output_digest("data_check"),
                                  "run request": {"eval_prompts": request.eval_prompts, "skip_eval": request.skip_eval,
                                                  "trigger": request.trigger}}
         holdout = _holdout_file(ctx)
         parts["holdout"] = file_digest(holdout) if holdout is not None and holdout.is_file() else None
         return parts
 
-    def run(self, ctx: RunContext) -> PhaseResult:
+    def run(self, ctx: LtxContext) -> PhaseResult[EvaluateOutputs]:
         if ctx.request.skip_eval:
             reason = "--skip-eval (skip_eval: true in run.yaml)"
             ctx.narrate(f"Evaluation skipped: {reason}. `ltx-pipeline resume` with skip_eval: false in run.yaml "
                         "renders it.")
-            return PhaseResult({"skipped": True, "reason": reason})
-        last = ctx.output("train")["stages"][-1]
-        config = Path(last["config"])
+            return PhaseResult(EvaluateOutputs(skipped=True, reason=reason))
+        last = ctx.output(TrainOutputs).trained[-1]  # evaluate runs once every stage has trained
+        config = Path(last.config)
         values = load_yaml(config.read_text(encoding="utf-8")) or {}
         weights = _final_weights(last, values)
         # A video-only run of an audio+video mode renders no sound: its prompts describe none.
-        mode = trained_mode(get_mode(ctx.request.mode), ctx.output("plan").get("audio"))
+        mode = trained_mode(get_mode(ctx.request.mode), ctx.output(PlanOutputs).audio)
         samples = (values.get("validation") or {}).get("samples") or [{}]
         training, training_note = _training_rows(ctx)
         held, held_note = _held_out_rows(ctx)
@@ -70,60 +79,58 @@ class EvaluatePhase:
         for category, note in sets.notes.items():
             ctx.narrate(f"No {category.replace('_', '-')} prompts: {note}.")
         eval_root = ctx.paths.outputs / "eval"
-        data_stage = ctx.output("data_check")["stages"][-1]
+        data = ctx.output(DataCheckOutputs)
         job = EvalJob(final_config=config, weights=weights, prompts=sets.prompts, eval_root=eval_root,
                       config_file=ctx.paths.root / "config.eval.yaml", logs=ctx.paths.logs,
-                      target=launch_target(ctx.output("probe"), ctx.output("data_check"), data_stage, 1))
+                      target=stage_launch_target(ctx.output(ProbeOutputs), data, data.stages[-1], 1))
         renderer = EvalRenderer(backend=ctx.backend, journal=ctx.journal, workspace=ctx.workspace,
                                 narrate=ctx.narrate)
         try:
             rendered = renderer.render(job)
         except KeyboardInterrupt:
             ctx.narrate("Stopped following; the evaluation render goes on. `ltx-pipeline resume` collects it.")
-            return PhaseResult({"pending": True}, pending=True)
+            return PhaseResult(EvaluateOutputs(pending=True), pending=True)
         renders = rendered["renders"]
-        listing = [{k: r[k] for k in ("file", "category", "prompt", "source", "conditions", "conditions_from",
-                                      "video_dims")} for r in renders]
-        atomic_write(eval_root / "prompts.json", json.dumps({"weights": str(weights), "notes": sets.notes,
-                                                             "renders": listing}, indent=2, ensure_ascii=False) + "\n",
-                     root=ctx.workspace)
+        listing = [Render.model_validate({k: r[k] for k in ("file", "category", "prompt", "source", "conditions",
+                                                            "conditions_from", "video_dims")}) for r in renders]
+        atomic_write(eval_root / "prompts.json", json.dumps({
+            "weights": str(weights), "notes": sets.notes, "renders": [r.model_dump(mode="json") for r in listing]},
+            indent=2, ensure_ascii=False) + "\n", root=ctx.workspace)
         entries = [SheetEntry(r["category"], Path(r["file"]), r["prompt"]) for r in renders if r["file"]]
         sheet, unreadable = write_eval_sheet(entries, eval_root / "contact-sheet.png", workspace=ctx.workspace)
         if unreadable:
             ctx.warn(f"Left out of the evaluation contact sheet, not decodable: {', '.join(unreadable)}")
-        outputs = {"skipped": False, "weights": str(weights), "renders": listing, "notes": sets.notes,
-                   "contact_sheet": str(sheet) if sheet else None, "retried_dims": rendered["retried_dims"],
-                   "eval_config": str(job.config_file), "prompts_file": str(eval_root / "prompts.json")}
+        outputs = EvaluateOutputs(skipped=False, weights=str(weights), renders=listing, notes=sets.notes,
+                                  contact_sheet=str(sheet) if sheet else None, retried_dims=rendered["retried_dims"],
+                                  eval_config=str(job.config_file), prompts_file=str(eval_root / "prompts.json"))
         summary = ctx.paths.outputs / "run-summary.md"
         if summary.is_file():
             text = with_section(summary.read_text(encoding="utf-8"), "## Evaluation renders",
                                 eval_section(outputs, base=ctx.paths.outputs))
             atomic_write(summary, text, root=ctx.workspace)
         for render in listing:
-            where = Path(render["file"]).relative_to(ctx.paths.outputs) if render["file"] else "(no file written)"
-            ctx.narrate(f"{where}: {_short(render['prompt'])}")
+            where = Path(render.file).relative_to(ctx.paths.outputs) if render.file else "(no file written)"
+            ctx.narrate(f"{where}: {_short(render.prompt)}")
         return PhaseResult(outputs)
 
-    def summary(self, outputs: dict[str, Any]) -> str:
-        if outputs.get("skipped"):
-            return f"skipped: {outputs['reason']}"
-        if outputs.get("pending"):
+    def summary(self, outputs: EvaluateOutputs) -> str:
+        if outputs.skipped:
+            return f"skipped: {outputs.reason}"
+        if outputs.pending:
             return "evaluation render detached"
-        counts = {c: sum(r["category"] == c for r in outputs["renders"]) for c in CATEGORIES}
-        if not any(r["file"] for r in outputs["renders"]):
-            return f"{len(outputs['renders'])} prompt(s) run through validation; this backend writes no render files"
-        retried = (f"; retried at {'x'.join(map(str, outputs['retried_dims']))} after an out-of-memory"
-                   if outputs.get("retried_dims") else "")
-        return (f"{len(outputs['renders'])} render(s) in outputs/eval ({counts['in_distribution']} in-distribution, "
+        counts = {c: sum(r.category == c for r in outputs.renders) for c in CATEGORIES}
+        if not any(r.file for r in outputs.renders):
+            return f"{len(outputs.renders)} prompt(s) run through validation; this backend writes no render files"
+        retried = (f"; retried at {'x'.join(map(str, outputs.retried_dims))} after an out-of-memory"
+                   if outputs.retried_dims else "")
+        return (f"{len(outputs.renders)} render(s) in outputs/eval ({counts['in_distribution']} in-distribution, "
                 f"{counts['out_of_distribution']} out-of-distribution, {counts['held_out']} held-out){retried}")
 
 
-def _final_weights(stage: dict[str, Any], values: dict[str, Any]) -> Path:
+def _final_weights(stage: TrainedStage, values: dict[str, Any]) -> Path:
     """The last stage's final weights, or a failure naming the file that was expected."""
-    steps = int((values.get("optimization") or {}).get("steps", 0))
-    prefix = "lora" if (values.get("model") or {}).get("training_mode", "lora") == "lora" else "model"
-    expected = Path(stage.get("final_checkpoint") or Path(stage["output_dir"]) / "checkpoints" /
-                    f"{prefix}_weights_step_{steps:05d}.safetensors")
+    expected = Path(stage.final_checkpoint or Path(stage.output_dir) / "checkpoints" /
+                    final_weights_name(values))
     if not expected.is_file():
         raise RunFailed(f"The final weights to evaluate are missing: expected {expected}", where=str(expected),
                         fix="restore the file (or `ltx-pipeline resume --restart-training` to train again); "
@@ -131,25 +138,25 @@ def _final_weights(stage: dict[str, Any], values: dict[str, Any]) -> Path:
     return expected
 
 
-def _training_rows(ctx: RunContext) -> tuple[list[tuple[dict[str, Any], Path]], str | None]:
-    metadata = ctx.output("data_check").get("metadata_file")
+def _training_rows(ctx: LtxContext) -> tuple[list[tuple[dict[str, Any], Path]], str | None]:
+    metadata = ctx.output(DataCheckOutputs).metadata_file
     if not metadata:
         return [], "the dataset is a preprocessed folder, which keeps no captions to read"
     path = Path(metadata)
     return [(row, path.parent) for row in read_metadata_rows(path)], None
 
 
-def _holdout_file(ctx: RunContext) -> Path | None:
-    prepare = ctx.upstream.get("prepare") or {}
-    if prepare.get("prepared"):
-        return Path(prepare["holdout_file"]) if prepare.get("holdout_file") else None
+def _holdout_file(ctx: LtxContext) -> Path | None:
+    prepare = ctx.output(PrepareOutputs) if ctx.has_output("prepare") else None
+    if prepare is not None and prepare.prepared:
+        return Path(prepare.holdout_file) if prepare.holdout_file else None
     return Path(ctx.request.holdout_file) if ctx.request.holdout_file else None
 
 
-def _held_out_rows(ctx: RunContext) -> tuple[list[tuple[dict[str, Any], Path]], str | None]:
+def _held_out_rows(ctx: LtxContext) -> tuple[list[tuple[dict[str, Any], Path]], str | None]:
     path = _holdout_file(ctx)
     if path is None or not path.is_file():
-        prepared = (ctx.upstream.get("prepare") or {}).get("prepared")
+        prepared = ctx.has_output("prepare") and ctx.output(PrepareOutputs).prepared
         why = ("nothing was held out (see `--holdout`)" if prepared else
                "no holdout file: the dataset came captioned, so nothing was held out (`--holdout-file` names one)")
         return [], why

@@ -12,10 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.engine import PhaseResult, RunContext
-from ltx_pipeline.engine.fingerprint import digest
+from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.outputs.autotune import AutotuneOutputs
+from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
+from ltx_pipeline.outputs.data_check import DataCheckOutputs
+from ltx_pipeline.outputs.monitor import MemoryModelCheck, MonitoredStage, MonitorOutputs
+from ltx_pipeline.outputs.prepare import PrepareOutputs
+from ltx_pipeline.outputs.probe import ProbeOutputs
+from ltx_pipeline.outputs.train import TrainOutputs
 from ltx_pipeline.steps.contact_sheet import write_contact_sheet
+from ltx_pipeline.steps.context import LtxContext
 from ltx_pipeline.steps.samples_used import check_samples_used, samples_used
 from ltx_pipeline.steps.summary import plot_loss, plot_step_time, render_summary, steady_step_time
 from ltx_pipeline.workspace import atomic_write
@@ -27,36 +34,42 @@ __all__ = ["PHASE"]
 class MonitorPhase:
     name = "monitor"
     heavy = True
+    outputs_type = MonitorOutputs
 
-    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
-        return {"train": digest(ctx.output("train"))}
+    def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:
+        return {"train": ctx.output_digest("train")}
 
-    def run(self, ctx: RunContext) -> PhaseResult:
+    def run(self, ctx: LtxContext) -> PhaseResult[MonitorOutputs]:
         ctx.narrate("Writing run-summary.md, loss.png and step_time.png from what the trainer measured.")
-        train, probe = ctx.output("train"), ctx.output("probe")
+        probe, data = ctx.output(ProbeOutputs), ctx.output(DataCheckOutputs)
+        # The trained stages as the train phase recorded them: the summary's rows, with what monitor measures.
+        trained = ctx.output(TrainOutputs).to_stored()["stages"]
         metrics = ctx.journal.metrics()
         checkpoints = ctx.journal.checkpoints()
-        stages = [self._stage(ctx, entry, metrics) for entry in train["stages"]]
-        roots = {d["index"]: d.get("preprocessed_root") for d in ctx.output("data_check")["stages"]}
+        stages = [self._stage(entry, metrics) for entry in trained]
+        roots = {d.index: d.preprocessed_root for d in data.stages}
         for stage in stages:  # what the trainer trained on, from its own log (or the latent files)
             stage["samples_used"] = samples_used(stage.get("log") or "", roots.get(stage["stage"]))
         first = load_yaml(Path(stages[0]["config"]).read_text(encoding="utf-8")) or {}
-        patch = ctx.output("config_patch")
+        patch = ctx.output(ConfigPatchOutputs)
+        prepared = ctx.output(PrepareOutputs) if ctx.has_output("prepare") else None
+        memory_model = _verify_memory_model(ctx, stages)
+        # What run-summary.md is rendered from (``steps.summary.render_summary``): measured facts only.
         facts = {
             "run": ctx.run_name, "run_root": str(ctx.paths.root), "request": ctx.request.model_dump(mode="json"),
             "gpus": _gpus(probe), "mode_title": get_mode(ctx.request.mode).title,
-            "samples": ctx.output("data_check")["samples"], "data_stages": ctx.output("data_check")["stages"],
-            "stages": stages, "seed": first.get("seed"), "model_path": patch["model_path"],
-            "text_encoder_path": patch["text_encoder_path"],
-            "trainer_commit": (probe.get("trainer") or {}).get("git_commit"),
+            "samples": data.samples, "data_stages": [s.model_dump(mode="json") for s in data.stages],
+            "stages": stages, "seed": first.get("seed"), "model_path": patch.model_path,
+            "text_encoder_path": patch.text_encoder_path,
+            "trainer_commit": probe.trainer.git_commit if probe.trainer else None,
             "autotune": _autotune(ctx),
-            "prepared": ctx.output("prepare") if (ctx.upstream.get("prepare") or {}).get("prepared") else None,
-            "memory_model": _verify_memory_model(ctx, stages),
+            "prepared": prepared.to_stored() if prepared and prepared.prepared else None,
+            "memory_model": memory_model.model_dump(mode="json") if memory_model else None,
         }
         outputs_dir = ctx.paths.outputs
         summary = atomic_write(outputs_dir / "run-summary.md", render_summary(facts), root=ctx.workspace)
         # A continuation's trainer counts its steps from 1; the plots place them after the steps it continues.
-        start = {entry["stage"]: int(entry.get("start_step") or 0) for entry in train["stages"]}
+        start = {entry["stage"]: int(entry.get("start_step") or 0) for entry in trained}
         run_metrics = [{**m, "step": m["step"] + start.get(m["stage"], 0)} for m in metrics]
         validation_steps = sorted({step + start.get(s["stage"], 0) for s in stages for step in s["validation_steps"]})
         resumes = [(s["stage"], s["resumed_from"] + start.get(s["stage"], 0))
@@ -71,21 +84,23 @@ class MonitorPhase:
         if unreadable:
             ctx.narrate(f"Left out of the contact sheet, not decodable: {', '.join(unreadable)}")
         # After the summary: it says so loudly, then the run fails (unless the plan announced those skips).
-        check_samples_used(stages, facts["samples"], agreed=ctx.output("data_check").get("agreed_skips", 0))
-        return PhaseResult({"summary": str(summary), "loss_plot": str(loss), "step_time_plot": str(step_time),
-                            "contact_sheet": str(sheet) if sheet else None, "memory_model": facts["memory_model"],
-                            "stages": [{k: s[k] for k in ("stage", "final_checkpoint", "final_step", "step_time_s",
-                                                          "peak_gpu_memory_gb", "samples_used")} for s in stages]})
+        check_samples_used(stages, data.samples, agreed=data.agreed_skips)
+        return PhaseResult(MonitorOutputs(
+            summary=str(summary), loss_plot=str(loss), step_time_plot=str(step_time),
+            contact_sheet=str(sheet) if sheet else None, memory_model=memory_model,
+            stages=[MonitoredStage.model_validate({k: s[k] for k in (
+                "stage", "final_checkpoint", "final_step", "step_time_s", "peak_gpu_memory_gb", "samples_used")})
+                for s in stages]))
 
-    def summary(self, outputs: dict[str, Any]) -> str:
-        last = outputs["stages"][-1]
-        step_time = f"{last['step_time_s']:.2f} s/step" if last["step_time_s"] is not None else "step time not measured"
-        used = (last.get("samples_used") or {}).get("used")
+    def summary(self, outputs: MonitorOutputs) -> str:
+        last = outputs.stages[-1]
+        step_time = f"{last.step_time_s:.2f} s/step" if last.step_time_s is not None else "step time not measured"
+        used = last.samples_used.used if last.samples_used else None
         trained = f"trained on {used} sample(s); " if used is not None else ""  # the trainer's own count
-        return f"run-summary.md written; {trained}final checkpoint step {last['final_step']}, {step_time}"
+        return f"run-summary.md written; {trained}final checkpoint step {last.final_step}, {step_time}"
 
     @staticmethod
-    def _stage(ctx: RunContext, entry: dict[str, Any], metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    def _stage(entry: dict[str, Any], metrics: list[dict[str, Any]]) -> dict[str, Any]:
         rows = [m for m in metrics if m["stage"] == entry["stage"]]
         values = load_yaml(Path(entry["config"]).read_text(encoding="utf-8")) or {}
         interval = (values.get("validation") or {}).get("interval")
@@ -94,57 +109,56 @@ class MonitorPhase:
                 "validation_steps": list(range(0, steps + 1, int(interval))) if interval else []}
 
 
-def _gpus(probe: dict[str, Any]) -> str:
-    gpus = (probe.get("gpus") or {}).get("gpus") or []
-    names = ", ".join(f"{g.get('name')} ({g.get('memory_mib')} MiB)" for g in gpus) or "unknown"
-    return names + (" (assumed)" if (probe.get("gpus") or {}).get("assumed") else "")
+def _gpus(probe: ProbeOutputs) -> str:
+    names = ", ".join(f"{g.name} ({g.memory_mib} MiB)" for g in probe.gpus.gpus) or "unknown"
+    return names + (" (assumed)" if probe.gpus.assumed else "")
 
 
-def _verify_memory_model(ctx: RunContext, stages: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _verify_memory_model(ctx: LtxContext, stages: list[dict[str, Any]]) -> MemoryModelCheck | None:
     """Compare autotune's predicted peak for the chosen config with the trainer's own peak statistic.
 
     A difference beyond ``MISS_TOLERANCE`` is a miss of the memory model: said, and recorded in the
     sweep's Optuna study (``memory_model_misses``) so it counts against the model. None when autotune
     did not run or was off, or either figure is missing.
     """
-    if "autotune" not in ctx.upstream:
+    if not ctx.has_output("autotune"):
         return None
-    sweep = ctx.output("autotune")
-    if sweep.get("off"):  # no sweep, no memory model: nothing predicted, nothing to miss
+    sweep = ctx.output(AutotuneOutputs)
+    if sweep.off:  # no sweep, no memory model: nothing predicted, nothing to miss
         return None
-    predicted = sweep.get("predicted_peak_gb")
+    predicted = sweep.predicted_peak_gb
     measured = max((s["peak_gpu_memory_gb"] for s in stages if s.get("peak_gpu_memory_gb") is not None), default=None)
     if predicted is None or measured is None:
         return None
     from ltx_pipeline.ltx.autotune import MISS_TOLERANCE, prediction_miss
 
     error = prediction_miss(predicted, measured)
-    verdict = {"predicted_gb": round(predicted, 2), "measured_gb": round(measured, 2), "miss": error is not None,
-               "error": round(error, 3) if error is not None else None, "tolerance": MISS_TOLERANCE,
-               "study": sweep.get("study")}
+    verdict = MemoryModelCheck(predicted_gb=round(predicted, 2), measured_gb=round(measured, 2),
+                               miss=error is not None, error=round(error, 3) if error is not None else None,
+                               tolerance=MISS_TOLERANCE, study=sweep.study)
     if error is not None:
         from ltx_pipeline.steps.autotune import study as studies
 
-        studies.record_memory_miss(studies.storage_for(ctx.workspace), sweep["study"], {"run": ctx.run_name, **verdict,
-                                                                      "knobs": sweep.get("winner")})
-        ctx.warn(f"Memory model miss: autotune predicted {predicted:.1f} GB for {sweep.get('winner')}; the trainer "
+        studies.record_memory_miss(studies.storage_for(ctx.workspace), str(sweep.study), {
+            "run": ctx.run_name, **verdict.model_dump(mode="json"), "knobs": sweep.winner})
+        ctx.warn(f"Memory model miss: autotune predicted {predicted:.1f} GB for {sweep.winner}; the trainer "
                  f"reported a {measured:.1f} GB peak ({error:+.0%}, beyond ±{MISS_TOLERANCE:.0%}); recorded in the "
-                 f"study {sweep.get('study')}.")
+                 f"study {sweep.study}.")
     return verdict
 
 
-def _autotune(ctx: RunContext) -> str | None:
+def _autotune(ctx: LtxContext) -> str | None:
     """Autotune's own one-line measurement summary, when it ran (its sampler figures are measured), or
     that it was off."""
-    if "autotune" not in ctx.upstream:
+    if not ctx.has_output("autotune"):
         return None
-    outputs = ctx.output("autotune")
-    if outputs.get("off"):
-        return f"off {outputs['off']}; no trial ran, the plan's baseline config was trained as is"
-    change = ", ".join(f"{k}={v}" for k, v in (outputs.get("deltas") or {}).items()) or "the baseline kept"
-    objective = outputs.get("objective")
+    outputs = ctx.output(AutotuneOutputs)
+    if outputs.off:
+        return f"off {outputs.off}; no trial ran, the plan's baseline config was trained as is"
+    change = ", ".join(f"{k}={v}" for k, v in outputs.deltas.items()) or "the baseline kept"
+    objective = outputs.objective
     measured = f", {objective:.2f} s per optimizer step measured in its trials" if objective is not None else ""
-    return f"{len(outputs.get('trials') or [])} trial(s); winner {change}{measured}"
+    return f"{len(outputs.trials)} trial(s); winner {change}{measured}"
 
 
 PHASE = MonitorPhase()

@@ -10,12 +10,10 @@ unknown until the sanity check has measured a step.
 
 from __future__ import annotations
 
-import os
-import shutil
 from typing import Any
 
 from ltx_pipeline.backends.base import DEFAULT_MAIN_PORT
-from ltx_pipeline.engine import PhaseResult, RunContext
+from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.audio_choice import AudioPlan, decide_audio, trained_mode
@@ -23,17 +21,15 @@ from ltx_pipeline.ltx.autotune.availability import AutotunePlan, autotune_plan
 from ltx_pipeline.ltx.launch_checks import device_placement_line
 from ltx_pipeline.ltx.launch_plan import launch_shape
 from ltx_pipeline.ltx.modes import get_mode
-from ltx_pipeline.ltx.preparation import (
-    PreparationPlan,
-    default_captioner,
-    plan_preparation,
-    smallest_bucket_frames,
-    videos_to_scan,
-)
+from ltx_pipeline.ltx.preparation import PreparationPlan, plan_preparation, smallest_bucket_frames, videos_to_scan
 from ltx_pipeline.ltx.recipe import Recipe, build_recipe, schedule_lines
 from ltx_pipeline.ltx.tiers import Tier
-from ltx_pipeline.probing.gpus import NVIDIA_SMI_ENV
+from ltx_pipeline.outputs.plan import PlannedAutotune, PlanOutputs
+from ltx_pipeline.outputs.probe import ProbeOutputs
+from ltx_pipeline.probing import DatasetInfo, Finding, to_plain
+from ltx_pipeline.probing.nvidia_smi import nvidia_smi_found
 from ltx_pipeline.request import EVAL_ONLY_FIELDS, RENDEZVOUS_FIELDS
+from ltx_pipeline.steps.context import LtxContext
 from ltx_pipeline.steps.scenes import DETECTOR, find_cuts
 from ltx_pipeline.steps.slurm import check_paths
 from ltx_pipeline.workspace import atomic_write
@@ -44,34 +40,36 @@ __all__ = ["PHASE"]
 class PlanPhase:
     name = "plan"
     heavy = False
+    outputs_type = PlanOutputs
 
-    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+    def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:
         # The evaluation's own choices are read by the evaluate phase alone: changing them re-renders, never re-plans.
         # Where the nodes meet is validate's (the launch command); one node is every earlier run's fingerprint.
         skip = {*EVAL_ONLY_FIELDS, *RENDEZVOUS_FIELDS, *(("nodes",) if ctx.request.nodes == 1 else ())}
-        request = ctx.request.model_dump(mode="json", exclude=skip)
+        request = ctx.request.model_dump(mode="json", exclude=skip)  # as asked: a resolved default stays None
         for key, default in _LATER_FIELDS:  # at their defaults, an existing run's plan stays approved
             if request.get(key) == default:
                 request.pop(key, None)
-        parts = {"run request": request, "probe": digest(ctx.output("probe"))}
+        parts = {"run request": request, "probe": ctx.output_digest("probe")}
         autotune = _autotune(ctx)
         if autotune.cannot_run:  # absent where autotune can run: every earlier run's fingerprint stays as it was
             parts["autotune"] = "cannot run here (assumed GPUs, no nvidia-smi)"
         return parts
 
-    def run(self, ctx: RunContext) -> PhaseResult:
+    def run(self, ctx: LtxContext) -> PhaseResult[PlanOutputs]:
         ctx.narrate("Writing plan.md: every setting, where it comes from, and what runs next. Nothing heavy "
                     "runs until you approve this exact plan.")
-        probe = ctx.output("probe")
+        probe = ctx.output(ProbeOutputs)
         request = ctx.request
         if request.slurm:
             check_paths(ctx.workspace)  # a path SLURM would misread is refused now, not at submission
         mode = get_mode(request.mode)
-        tier = Tier(probe["tier"]["key"], probe["tier"]["name"], probe["tier"]["base"])
-        launch = launch_shape(backend=request.backend, gpu_count=probe["gpu_count"], requested=request.processes,
+        tier = Tier(probe.tier.key, probe.tier.name, probe.tier.base)
+        # The launch is computed here, once: validate and training read it from the plan's outputs.
+        launch = launch_shape(backend=request.backend, gpu_count=probe.gpu_count, requested=request.processes,
                               training_mode=request.training_mode, nodes=request.nodes)
-        gpu_names = tuple(g["name"] for g in (probe.get("gpus") or {}).get("gpus") or [])
-        recipe = build_recipe(mode=mode, tier=tier, gpu_count=probe["gpu_count"], launch=launch, gpu_names=gpu_names,
+        gpu_names = tuple(g.name for g in probe.gpus.gpus)
+        recipe = build_recipe(mode=mode, tier=tier, gpu_count=probe.gpu_count, launch=launch, gpu_names=gpu_names,
                               training_mode=request.training_mode, strategy=request.strategy,
                               stages=request.stages(), buckets_given=request.buckets is not None,
                               rank=request.rank, steps=request.steps, learning_rate=request.learning_rate,
@@ -79,47 +77,52 @@ class PlanPhase:
                               checkpoint_interval=request.checkpoint_interval,
                               validation_interval=request.validation_interval,
                               continued_from=tuple(request.continued_from))
-        facts = (probe.get("clip_frames") or {}).get("facts") or {}
+        facts = probe.clip_frames.facts_plain()
+        dataset = to_plain(probe.dataset)  # the ltx rules read the probe's dataset record as plain data
         preparation = plan_preparation(
-            dataset=probe["dataset"], facts=facts, mode=mode,
-            captioner=default_captioner(request.captioner, request.backend), holdout=request.holdout,
-            holdout_file=request.holdout_file, scans=find_cuts(ctx, videos_to_scan(probe["dataset"], facts)),
-            min_frames=smallest_bucket_frames(recipe.to_dict()), detector=DETECTOR.words)
+            dataset=dataset, facts=facts, mode=mode, captioner=request.captioner, holdout=request.holdout,
+            holdout_file=request.holdout_file, scans=find_cuts(ctx, videos_to_scan(dataset, facts)),
+            min_frames=smallest_bucket_frames(recipe), detector=DETECTOR.words)
         warnings = list(recipe.warnings) + ([] if preparation.split_videos else _clip_warnings(probe, recipe))
         for warning in warnings:
             ctx.warn(warning)
-        _check_template(ctx.backend, recipe.template, blockers := [])
-        missing = [f for f in probe["findings"] if f["status"] != "ok" and _applies(f["item"], ctx.backend)]
-        blockers += [f"{f['item']}: {f['detail']}" for f in missing
-                     if f["status"] == "missing" and f["item"] in ctx.backend.heavy_prerequisites]
+        blockers: list[str] = []
+        _check_template(ctx.backend, recipe.template, blockers)
+        missing = [f for f in probe.findings if f.status != "ok" and _applies(f.item, ctx.backend)]
+        blockers += [f"{f.item}: {f.detail}" for f in missing
+                     if f.status == "missing" and f.item in ctx.backend.heavy_prerequisites]
         blockers += _captioner_blockers(probe, preparation)
         autotune = _autotune(ctx)
         blockers += [autotune.blocker] if autotune.blocker else []
-        audio = decide_audio(mode, request.audio, (probe.get("clip_frames") or {}).get("facts") or {})
+        audio = decide_audio(mode, request.audio, facts)
         blockers += [audio.blocker] if audio.blocker else []
         text = render_plan(ctx, recipe, probe, missing, warnings, preparation, autotune, audio)
         atomic_write(ctx.paths.plan_file, text, root=ctx.workspace)
         subject = digest(text)
-        outputs = {"plan_file": str(ctx.paths.plan_file), "plan_hash": subject, "recipe": recipe.to_dict(),
-                   "warnings": warnings, "missing": [f["item"] for f in missing], "blockers": blockers,
-                   "preparation": preparation.to_dict(), "autotune": autotune.to_dict(),
-                   "audio": audio.to_dict()}
+        outputs = PlanOutputs(plan_file=str(ctx.paths.plan_file), plan_hash=subject, recipe=recipe,
+                              warnings=tuple(warnings), missing=tuple(f.item for f in missing),
+                              blockers=tuple(blockers), preparation=preparation,
+                              autotune=PlannedAutotune(runs=autotune.runs, reason=autotune.reason,
+                                                       blocker=autotune.blocker),
+                              audio=audio, launch=launch)
         return PhaseResult(outputs, approval_subject=subject, approval_blockers=blockers)
 
-    def summary(self, outputs: dict[str, Any]) -> str:
-        recipe = outputs["recipe"]
-        stages = "; ".join("+".join(s["buckets"]) for s in recipe["stages"])
-        blocked = f", {len(outputs['blockers'])} prerequisite(s) missing" if outputs["blockers"] else ""
-        prep = outputs.get("preparation") or {}
-        prepare = f"; prepare: {PreparationPlan.from_dict(prep).summary()}" if prep.get("needed") else ""
-        autotune = outputs.get("autotune") or {"runs": True}
-        tune = "" if autotune["runs"] else ("; autotune cannot run here" if autotune.get("blocker")
-                                             else "; autotune off (the baseline config as is)")
-        return (f"plan.md written: {recipe['mode']} {recipe['training_mode']} on {recipe['tier_name']}, "
+    def summary(self, outputs: PlanOutputs) -> str:
+        recipe = outputs.recipe
+        stages = "; ".join("+".join(s.buckets) for s in recipe.stages)
+        blocked = f", {len(outputs.blockers)} prerequisite(s) missing" if outputs.blockers else ""
+        prep = outputs.preparation
+        prepare = f"; prepare: {prep.summary()}" if prep is not None and prep.needed else ""
+        autotune = outputs.autotune
+        tune = "" if outputs.autotune_runs else ("; autotune cannot run here" if autotune and autotune.blocker
+                                                  else "; autotune off (the baseline config as is)")
+        return (f"plan.md written: {recipe.mode} {recipe.training_mode} on {recipe.tier_name}, "
                 f"{stages}{blocked}{prepare}{tune}")
 
 
 # Request fields added after runs existed, with their defaults (left out of the plan's fingerprint at them).
+# The request is not a versioned phase output, so this stays; a default resolved in the request (captioner,
+# vllm_url) dumps as None when not asked and needs no entry here.
 _LATER_FIELDS: tuple[tuple[str, Any], ...] = (("slurm", False), ("slurm_args", []), ("autotune", "on"),
                                               ("continued_from", []), ("audio", "auto"),
                                               ("trainer_python", None))
@@ -128,21 +131,12 @@ _LATER_FIELDS: tuple[tuple[str, Any], ...] = (("slurm", False), ("slurm_args", [
 _LTX_ONLY = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout")
 
 
-def _autotune(ctx: RunContext) -> AutotunePlan:
+def _autotune(ctx: LtxContext) -> AutotunePlan:
     """Whether autotune runs (``ltx.autotune.availability``): the choice, the backend, the probe's GPUs and,
     for assumed GPUs, whether this machine has an nvidia-smi to measure a trial's memory with."""
     request = ctx.request
-    return autotune_plan(request.autotune, request.backend, gpus_assumed=bool(ctx.output("probe").get("assumed_gpu")),
-                         nvidia_smi_found=_nvidia_smi_found(request.nvidia_smi))
-
-
-def _nvidia_smi_found(executable: str | None) -> bool:
-    """Whether nvidia-smi resolves here as the probe resolves it: ``--nvidia-smi``, ``$LTX_PIPELINE_NVIDIA_SMI``,
-    PATH. Found only, never run: the probe runs it where the GPUs are not assumed."""
-    candidate = os.path.expanduser(executable or os.environ.get(NVIDIA_SMI_ENV) or "nvidia-smi")
-    if os.sep in candidate:
-        return os.path.isfile(candidate) and os.access(candidate, os.X_OK)
-    return shutil.which(candidate) is not None
+    return autotune_plan(request.autotune, request.backend, gpus_assumed=ctx.output(ProbeOutputs).assumed_gpu,
+                         nvidia_smi_found=nvidia_smi_found(request.nvidia_smi))
 
 
 def _applies(item: str, backend: Any) -> bool:
@@ -161,9 +155,9 @@ def _check_template(backend: Any, template: str, blockers: list[str]) -> None:
             blockers.append(exc.what)
 
 
-def _clip_warnings(probe: dict[str, Any], recipe: Recipe) -> list[str]:
+def _clip_warnings(probe: ProbeOutputs, recipe: Recipe) -> list[str]:
     """Clips shorter than the smallest bucket's frames are skipped by preprocessing without an error."""
-    counts = (probe.get("clip_frames") or {}).get("counts") or {}
+    counts = probe.clip_frames.counts
     if not counts:
         return []
     smallest = min(int(b.split("x")[2]) for s in recipe.stages for b in s.buckets)
@@ -176,18 +170,18 @@ def _clip_warnings(probe: dict[str, Any], recipe: Recipe) -> list[str]:
             "batch 1), or accept the loss."]
 
 
-def _captioner_blockers(probe: dict[str, Any], preparation: PreparationPlan) -> list[str]:
+def _captioner_blockers(probe: ProbeOutputs, preparation: PreparationPlan) -> list[str]:
     """Captioning needs its captioner: one that is not available blocks approval, with the command that fixes it."""
     if not preparation.needed:
         return []
-    found = next((f for f in probe["findings"] if f["item"] == "Captioner"), None)
-    if found is None or found["status"] == "ok":
+    found = probe.finding("Captioner")
+    if found is None or found.status == "ok":
         return []
-    step = found.get("next_step") or "see status"
-    return [f"Captioner {preparation.captioner}: {found['detail']}. Next step: {step}"]
+    step = found.next_step or "see status"
+    return [f"Captioner {preparation.captioner}: {found.detail}. Next step: {step}"]
 
 
-def _preparation_lines(ctx: RunContext, preparation: PreparationPlan) -> list[str]:
+def _preparation_lines(ctx: LtxContext, preparation: PreparationPlan) -> list[str]:
     lines = ["## Data preparation", ""]
     if not preparation.needed:
         return [*lines, f"- Skipped: {preparation.reason}.", ""]
@@ -204,14 +198,14 @@ def _preparation_lines(ctx: RunContext, preparation: PreparationPlan) -> list[st
     return lines
 
 
-def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing: list[dict[str, Any]],
+def render_plan(ctx: LtxContext, recipe: Recipe, probe: ProbeOutputs, missing: list[Finding],
                 warnings: list[str], preparation: PreparationPlan | None = None,
                 autotune: AutotunePlan | None = None, audio: AudioPlan | None = None) -> str:
     """The plan's Markdown, in the official template's section order."""
     request = ctx.request
     autotune = autotune or _autotune(ctx)
     mode = get_mode(request.mode)
-    dataset = probe["dataset"]
+    dataset = probe.dataset
     lines = [f"# Training plan: {ctx.run_name}", ""]
     lines += ["## Goal", "",
               f"Train a {'LoRA' if recipe.training_mode == 'lora' else 'full fine-tune'} for {mode.title} "
@@ -221,11 +215,11 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
               f"- Config base: `{recipe.template}` (copied into the run, never edited in place)",
               f"- Generates: {_generates(mode)}", f"- Training mode: {recipe.training_mode}",
               f"- Trainer backend: {_backend_words(ctx.backend)}", *_model_lines(probe), ""]
-    lines += ["## Dataset", "", f"- Path: `{request.dataset}` ({dataset['kind']})"]
+    lines += ["## Dataset", "", f"- Path: `{request.dataset}` ({dataset.kind})"]
     lines += [f"- {k}: {v}" for k, v in _dataset_facts(dataset).items()]
     lines += [f"- Required metadata columns for {mode.name}: {', '.join(mode.columns)}",
               "- Required precomputed folders: "
-              + ", ".join(trained_mode(mode, audio.to_dict() if audio else None).precomputed_dirs), ""]
+              + ", ".join(trained_mode(mode, audio).precomputed_dirs), ""]
     if audio is not None and (audio.trains != "as-mode" or audio.silent):
         lines += audio.plan_lines(f"--workspace {ctx.workspace} --run {ctx.run_name}")
     if preparation is not None:
@@ -240,7 +234,7 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
               "precomputed data is verified, never overwritten", ""]
     lines += _config_table(recipe, request)
     lines += schedule_lines(recipe, f"--workspace {ctx.workspace} --run {ctx.run_name}")
-    lines += ["## Hardware", "", f"- GPUs: {probe['gpu_summary']}",
+    lines += ["## Hardware", "", f"- GPUs: {probe.gpu_summary}",
               f"- VRAM tier: **{recipe.tier_name}** (base: {'low-VRAM' if recipe.base == 'low_vram' else 'standard'}"
               " config)", f"- Launch: {recipe.launch}",
               *filter(None, [device_placement_line(getattr(ctx.backend, "_root", None),
@@ -251,7 +245,7 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
                  if request.nodes > 1 else ""), *_node_lines(ctx), *_slurm_lines(ctx, recipe), ""]
     lines += _autotune_lines(ctx, autotune)
     lines += ["## Monitoring", "",
-              "- W&B: " + ("credentials resolve; logging can be enabled" if probe["host"].get("wandb_credentials")
+              "- W&B: " + ("credentials resolve; logging can be enabled" if probe.host.wandb_credentials
                            else "not logged in — run `wandb login` to enable it"),
               f"- `ltx-pipeline status --workspace {ctx.workspace} --run {ctx.run_name}`", ""]
     lines += ["## Outputs", "", f"- Config: `{ctx.paths.config_file}`",
@@ -265,7 +259,7 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
         lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
     if missing:
         lines += ["## Missing prerequisites and warnings", ""]
-        lines += [f"- **{f['item']}** ({f['status']}): {f['detail']}. Next step: {f.get('next_step') or 'see status'}"
+        lines += [f"- **{f.item}** ({f.status}): {f.detail}. Next step: {f.next_step or 'see status'}"
                   for f in missing] + [""]
     lines += ["## Cost / Time", "",
               f"- {recipe.steps} optimizer steps per stage x {len(recipe.stages)} stage(s)",
@@ -279,7 +273,7 @@ def render_plan(ctx: RunContext, recipe: Recipe, probe: dict[str, Any], missing:
     return "\n".join(lines)
 
 
-def _autotune_lines(ctx: RunContext, autotune: AutotunePlan) -> list[str]:
+def _autotune_lines(ctx: LtxContext, autotune: AutotunePlan) -> list[str]:
     """Whether the sanity trial and the sweep run (``ltx.autotune.availability``), and what that means."""
     lines = ["## Sanity Check + Autotune", ""]
     if autotune.runs:
@@ -300,7 +294,7 @@ def _autotune_lines(ctx: RunContext, autotune: AutotunePlan) -> list[str]:
             f"config that fits: `ltx-pipeline run {target} --autotune on`", ""]
 
 
-def _slurm_lines(ctx: RunContext, recipe: Recipe) -> list[str]:
+def _slurm_lines(ctx: LtxContext, recipe: Recipe) -> list[str]:
     """What ``--slurm`` changes: training is submitted to the cluster, not launched here."""
     request = ctx.request
     if not request.slurm:
@@ -340,7 +334,7 @@ def _steps_words(recipe: Recipe) -> str:
     return f"{recipe.steps}" + (f"; continued: {', '.join(more)}" if more else "")
 
 
-def _node_lines(ctx: RunContext) -> list[str]:
+def _node_lines(ctx: LtxContext) -> list[str]:
     """How the other nodes join a multi-node launch (nothing for one node)."""
     request = ctx.request
     if request.nodes == 1:
@@ -352,15 +346,15 @@ def _node_lines(ctx: RunContext) -> list[str]:
             "workspace must be the same path on every node (a shared file system)"]
 
 
-def _model_lines(probe: dict[str, Any]) -> list[str]:
+def _model_lines(probe: ProbeOutputs) -> list[str]:
     """The model files training will use, as the probe recognised them by content (ltx backend only)."""
-    files = (probe.get("models") or {}).get("files")
-    if not files:
+    files = probe.models.files if probe.models is not None else None
+    if files is None:
         return []
-    searched = ", ".join(files.get("searched") or []) or "no folder"
-    return ["- LTX checkpoint: " + (f"`{files['checkpoint']}`" if files.get("checkpoint")
+    searched = ", ".join(files.searched) or "no folder"
+    return ["- LTX checkpoint: " + (f"`{files.checkpoint}`" if files.checkpoint
                                      else f"not found (searched {searched})"),
-            "- Gemma text encoder: " + (f"`{files['text_encoder']}`" if files.get("text_encoder")
+            "- Gemma text encoder: " + (f"`{files.text_encoder}`" if files.text_encoder
                                          else f"not found (searched {searched})")]
 
 
@@ -378,9 +372,12 @@ def _generates(mode: Any) -> str:
     return " + ".join(parts)
 
 
-def _dataset_facts(dataset: dict[str, Any]) -> dict[str, Any]:
+def _dataset_facts(dataset: DatasetInfo) -> dict[str, Any]:
+    # The probe's record nests these (under metadata, media...), so none is found at its top and plan.md lists
+    # none: kept as it is, since listing them changes plan.md, and with it the approval subject of a re-plan.
+    plain = to_plain(dataset)
     keys = ("rows", "columns", "caption_column", "media_count", "missing_media", "subfolders", "checkpoints")
-    return {k.replace("_", " "): dataset[k] for k in keys if dataset.get(k) not in (None, [], {})}
+    return {k.replace("_", " "): plain[k] for k in keys if plain.get(k) not in (None, [], {})}
 
 
 PHASE = PlanPhase()

@@ -22,13 +22,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.engine import PhaseResult, RunContext
+from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import BadDataset, LtxPipelineError
 from ltx_pipeline.ltx.metadata import read_metadata_rows, resolve_media
 from ltx_pipeline.ltx.preparation import PreparationPlan, choose_holdout, holdout_count, smallest_bucket_frames
-from ltx_pipeline.probing import media_rows, read_clips
-from ltx_pipeline.steps.captioning import DEFAULT_VLLM_URL, CaptionBook, make_captioner
+from ltx_pipeline.outputs.plan import PlanOutputs
+from ltx_pipeline.outputs.prepare import CaptionCounts, PreparedDataset, PrepareOutputs
+from ltx_pipeline.outputs.probe import ClipFrames, ProbeOutputs
+from ltx_pipeline.probing import DatasetInfo, media_rows, read_clips, to_plain
+from ltx_pipeline.steps.captioning import CaptionBook, Captioner, make_captioner
+from ltx_pipeline.steps.context import LtxContext
 from ltx_pipeline.steps.scenes import DETECTOR, Scene, cut_scenes, detect_scenes
 from ltx_pipeline.workspace import atomic_write, ensure_inside
 
@@ -43,29 +47,33 @@ _REQUEST_INPUTS = ("dataset", "captioner", "vllm_url", "holdout", "holdout_file"
 class PreparePhase:
     name = "prepare"
     heavy = True  # captioning and scene splitting run only after the plan is approved
+    outputs_type = PrepareOutputs
 
-    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
-        preparation = ctx.output("plan")["preparation"]
-        return {"run request": {key: getattr(ctx.request, key) for key in _REQUEST_INPUTS},
-                "plan": digest(preparation),
-                "input": digest(ctx.output("probe")["dataset"]),
-                "captioner": _captioner_settings(ctx, preparation["captioner"]) if preparation["needed"] else None,
+    def __init__(self) -> None:
+        self._built: tuple[LtxContext, Captioner] | None = None  # the captioner of the context it was built for
+
+    def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:
+        preparation = _preparation(ctx)
+        asked = ctx.request.model_dump(mode="json")  # as asked: a resolved default stays None, as it always was
+        return {"run request": {key: asked[key] for key in _REQUEST_INPUTS},
+                "plan": digest(preparation.to_dict()),
+                "input": digest(to_plain(ctx.output(ProbeOutputs).dataset)),
+                "captioner": self._captioner_settings(ctx, preparation.captioner) if preparation.needed else None,
                 # The user's hand edits of dataset.json / holdout.jsonl re-run this phase, which keeps them and asks
                 # again; what this phase wrote itself is no change.
                 "captions edited": _Files(ctx.paths.dataset).edits()}
 
-    def run(self, ctx: RunContext) -> PhaseResult:
-        plan = PreparationPlan.from_dict(ctx.output("plan")["preparation"])
+    def run(self, ctx: LtxContext) -> PhaseResult[PrepareOutputs]:
+        plan = _preparation(ctx)
         if not plan.needed:
             ctx.narrate(f"Nothing to prepare: {plan.reason}.")
-            return PhaseResult({"prepared": False, "reason": plan.reason})
+            return PhaseResult(PrepareOutputs(prepared=False, reason=plan.reason))
         ctx.narrate(f"Preparing the dataset under {ctx.paths.dataset}: {plan.summary()}. Your files are linked "
                     "or copied, never moved or edited.")
         files = _Files(ctx.paths.dataset)
         edits = files.edits()  # this run's fingerprint part, recorded with what it writes
-        probe = ctx.output("probe")
-        min_frames = smallest_bucket_frames(ctx.output("plan")["recipe"])
-        clips, kept, dropped = self._stage(ctx, plan, probe["dataset"], files, min_frames)
+        min_frames = smallest_bucket_frames(ctx.output(PlanOutputs).recipe)
+        clips, kept, dropped = self._stage(ctx, plan, ctx.output(ProbeOutputs).dataset, files, min_frames)
         captions, written = self._caption(ctx, plan, clips, kept, files)
         rows = [{"caption": captions[rel], "video": rel} for rel in clips]
         held = self._write_rows(ctx, rows, files)
@@ -76,28 +84,53 @@ class PreparePhase:
         audit = _audit(report.facts, files, len(rows) - len(held), written, len(kept), held, dropped)
         ctx.narrate(audit)
         self._spot_check(ctx, files)
-        outputs = {"prepared": True, "reason": plan.reason, "metadata_file": str(files.metadata),
-                   "holdout_file": str(files.holdout) if holdout_text else None, "holdout_ids": held,
-                   "samples": len(rows) - len(held), "captioner": plan.captioner,
-                   "captions": {"written": written, "kept": len(kept)},
-                   "dropped_scenes": dropped, "audit": audit,
-                   "dataset": {"kind": "metadata", "path": str(files.metadata)}, "clip_frames": report.to_dict()}
+        outputs = PrepareOutputs(
+            prepared=True, reason=plan.reason, metadata_file=str(files.metadata),
+            holdout_file=str(files.holdout) if holdout_text else None, holdout_ids=tuple(held),
+            samples=len(rows) - len(held), captioner=plan.captioner,
+            captions=CaptionCounts(written=written, kept=len(kept)), dropped_scenes=tuple(dropped), audit=audit,
+            dataset=PreparedDataset(kind="metadata", path=str(files.metadata)),
+            clip_frames=ClipFrames.model_validate(report.to_dict()))
         return PhaseResult(outputs, approval_subject=digest(metadata_text + "\n--holdout--\n" + holdout_text))
 
-    def summary(self, outputs: dict[str, Any]) -> str:
-        if not outputs["prepared"]:
-            return f"skipped: {outputs['reason']}"
-        return outputs["audit"]
+    def summary(self, outputs: PrepareOutputs) -> str:
+        if not outputs.prepared:
+            return f"skipped: {outputs.reason}"
+        return outputs.audit
+
+    # --- the captioner ------------------------------------------------------------------------------
+
+    def _captioner(self, ctx: LtxContext, name: str) -> Captioner:
+        """The plan's captioner, built once for this context: the fingerprint reads its settings, the run uses it.
+
+        Raises:
+            LtxPipelineError: it cannot be built here (a trainer captioner without a checkout).
+        """
+        if self._built is not None and self._built[0] is ctx and self._built[1].name == name:
+            return self._built[1]
+        request = ctx.request
+        captioner = make_captioner(name, trigger=request.trigger,
+                                   trainer_root=Path(request.trainer_root) if request.trainer_root else None,
+                                   vllm_url=request.vllm_url, python=request.trainer_python)
+        self._built = (ctx, captioner)
+        return captioner
+
+    def _captioner_settings(self, ctx: LtxContext, name: str) -> dict[str, Any]:
+        """What identifies the captioner's output (its wording version, the checkout's commit), never a secret."""
+        try:
+            return self._captioner(ctx, name).settings()
+        except LtxPipelineError:
+            return {"captioner": name, "available": False}  # the plan already blocks approval with the fix
 
     # --- staging -----------------------------------------------------------------------------------
 
-    def _stage(self, ctx: RunContext, plan: PreparationPlan, dataset: dict[str, Any], files: _Files,
+    def _stage(self, ctx: LtxContext, plan: PreparationPlan, dataset: DatasetInfo, files: _Files,
                min_frames: int) -> tuple[list[str], dict[str, str], list[str]]:
         """Stage every clip under dataset/; returns their paths relative to dataset.json, the captions the
         user's metadata already had, and the scenes dropped as too short."""
-        source = Path(dataset["path"])
+        source = Path(dataset.path)
         kept: dict[str, str] = {}
-        column = (dataset.get("metadata") or {}).get("caption_column") or "caption"
+        column = (dataset.metadata.caption_column if dataset.metadata is not None else None) or "caption"
         if plan.source_kind == "metadata":
             media = [(resolve_media(source.parent, str(row.get("video") or row.get("media_path") or "")), row)
                      for row in read_metadata_rows(source)]
@@ -125,7 +158,7 @@ class PreparePhase:
                              fix="use a bucket with fewer frames (--buckets), or longer clips")
         return clips, kept, dropped
 
-    def _split(self, ctx: RunContext, video: Path, files: _Files, min_frames: int,
+    def _split(self, ctx: LtxContext, video: Path, files: _Files, min_frames: int,
                plan: PreparationPlan) -> tuple[list[str], list[str]]:
         found = next((entry for entry in plan.scenes or () if entry["video"] == str(video)), None)
         if found is None:  # a plan made before cuts were found at plan time
@@ -144,7 +177,7 @@ class PreparePhase:
 
     # --- captions and holdout ----------------------------------------------------------------------
 
-    def _caption(self, ctx: RunContext, plan: PreparationPlan, clips: list[str], kept: dict[str, str],
+    def _caption(self, ctx: LtxContext, plan: PreparationPlan, clips: list[str], kept: dict[str, str],
                  files: _Files) -> tuple[dict[str, str], int]:
         """Every clip's caption: the user's own and hand-edited ones kept, the rest captioned once."""
         edited = {**_captions_in(files.metadata), **_captions_in(files.holdout)}
@@ -160,17 +193,11 @@ class PreparePhase:
         if not missing:
             ctx.narrate(f"Every one of the {len(clips)} clips has a caption: nothing to caption.")
             return {rel: str(known[rel]) for rel in clips}, 0
-        request = ctx.request
-        captioner = make_captioner(plan.captioner, trigger=request.trigger,
-                                   trainer_root=Path(request.trainer_root) if request.trainer_root else None,
-                                   vllm_url=request.vllm_url or DEFAULT_VLLM_URL, python=request.trainer_python)
+        captioner = self._captioner(ctx, plan.captioner)
         ctx.narrate(f"Captioning {len(missing)} clip(s) with {plan.captioner} ({len(clips) - len(missing)} already "
                     "captioned)...")
-        on_count = ctx.options.get("on_count")
-
         def progress_cb(done: int, total: int) -> None:
-            if on_count is not None:
-                on_count("captioning", done, total)
+            ctx.reporter.on_count("captioning", done, total)
 
         done = captioner.caption([files.root / rel for rel in clips], files.captions, workspace=ctx.workspace,
                                  on_progress=progress_cb)
@@ -181,7 +208,7 @@ class PreparePhase:
                              where=str(files.captions), fix="write them in dataset.json by hand, then resume")
         return captions, len(missing)
 
-    def _write_rows(self, ctx: RunContext, rows: list[dict[str, str]], files: _Files) -> list[str]:
+    def _write_rows(self, ctx: LtxContext, rows: list[dict[str, str]], files: _Files) -> list[str]:
         """dataset.json (training rows) and holdout.jsonl; an existing split is kept as it is."""
         request = ctx.request
         if files.holdout.exists():
@@ -210,7 +237,7 @@ class PreparePhase:
                          root=ctx.workspace)
         return held
 
-    def _spot_check(self, ctx: RunContext, files: _Files) -> None:
+    def _spot_check(self, ctx: LtxContext, files: _Files) -> None:
         rows = read_metadata_rows(files.metadata)
         picks = sorted({0, len(rows) // 2, len(rows) - 1})[:3] if rows else []
         ctx.narrate(f"Spot-check: {len(picks)} caption(s) in full, from {files.metadata}:")
@@ -246,22 +273,21 @@ class _Files:
         except (OSError, ValueError):
             record = {}
         if now is None or record.get("written") == now:
-            return record.get("edits")
+            edits = record.get("edits")
+            return edits if isinstance(edits, str) else None
         return now
 
     def remember(self, edits: str | None, workspace: Path) -> None:
         atomic_write(self.record, json.dumps({"written": self._written(), "edits": edits}), root=workspace)
 
 
-def _captioner_settings(ctx: RunContext, name: str) -> dict[str, Any]:
-    """What identifies the captioner's output (its wording version, the checkout's commit), never a secret."""
-    request = ctx.request
-    try:
-        return make_captioner(name, trigger=request.trigger,
-                              trainer_root=Path(request.trainer_root) if request.trainer_root else None,
-                              vllm_url=request.vllm_url or DEFAULT_VLLM_URL, python=request.trainer_python).settings()
-    except LtxPipelineError:
-        return {"captioner": name, "available": False}  # the plan already blocks approval with the fix
+def _preparation(ctx: LtxContext) -> PreparationPlan:
+    """The plan's preparation (a plan from before the prepare phase has none: nothing to prepare)."""
+    preparation = ctx.output(PlanOutputs).preparation
+    if preparation is None:
+        return PreparationPlan(needed=False, reason="the plan was made before data preparation existed",
+                               source_kind="metadata")
+    return preparation
 
 
 def _relative(path: Path, base: Path) -> Path:
@@ -272,7 +298,7 @@ def _relative(path: Path, base: Path) -> Path:
         return Path(path.name)
 
 
-def _link(ctx: RunContext, source: Path, target: Path, root: Path) -> str:
+def _link(ctx: LtxContext, source: Path, target: Path, root: Path) -> str:
     """Stage ``source`` at ``target`` (a symlink, else a copy), atomically; returns its path relative to root."""
     ensure_inside(ctx.workspace, target.parent)  # the link itself resolves to the user's file, outside
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -12,24 +12,30 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.engine import PhaseResult, RunContext
+from ltx_pipeline.backends.ltx import LtxBackend
+from ltx_pipeline.backends.simulated import SimulatedBackend
+from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import digest, file_digest
+from ltx_pipeline.env_names import LTX2_ROOT_ENV, MODELS_DIR_ENV, NVIDIA_SMI_ENV
 from ltx_pipeline.errors import BadDataset, BadInput, GateStopped
 from ltx_pipeline.ltx.modes import get_mode
-from ltx_pipeline.ltx.preparation import default_captioner, needs_captions
+from ltx_pipeline.ltx.preparation import needs_captions
 from ltx_pipeline.ltx.tiers import MINIMUM_GB, classify_tier
+from ltx_pipeline.outputs.probe import ClipFrames, ModelFiles, ProbedModels, ProbeOutputs, TierChoice, TrainerRecord
 from ltx_pipeline.probing import Finding, to_plain
 from ltx_pipeline.probing.dataset import classify_dataset, media_rows, read_clips
 from ltx_pipeline.probing.gpus import GpuProbe, assumed_probe, describe_gpus, planned_gpu, probe_gpus
 from ltx_pipeline.probing.host import probe_host
 from ltx_pipeline.probing.models import check_model_path, check_trainer_root, default_model_dirs, find_model_files
 from ltx_pipeline.probing.trainer_python import check_trainer_python
+from ltx_pipeline.request import RunRequest
+from ltx_pipeline.steps.context import LtxContext
 from ltx_pipeline.steps.smoke.finding import smoke_finding, smoke_record_file
 
 __all__ = ["PHASE"]
 
 # Environment that changes what the probe finds (never secrets; W&B is reduced to a boolean).
-_ENV_INPUTS = ("CUDA_VISIBLE_DEVICES", "LTX_PIPELINE_NVIDIA_SMI", "LTX2_ROOT", "LTX_MODELS_DIR")
+_ENV_INPUTS = ("CUDA_VISIBLE_DEVICES", NVIDIA_SMI_ENV, LTX2_ROOT_ENV, MODELS_DIR_ENV)
 _REQUEST_INPUTS = ("dataset", "mode", "backend", "surface", "assume_gpu", "nvidia_smi", "accept_risk",
                    "trainer_root", "trainer_python", "model_path", "text_encoder_path", "captioner", "vllm_url")
 
@@ -37,11 +43,13 @@ _REQUEST_INPUTS = ("dataset", "mode", "backend", "surface", "assume_gpu", "nvidi
 class ProbePhase:
     name = "probe"
     heavy = False
+    outputs_type = ProbeOutputs
 
-    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+    def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:
         request = ctx.request
+        asked = request.model_dump(mode="json")  # as asked: a resolved default stays None, as it always was
         return {
-            "run request": {key: getattr(request, key) for key in _REQUEST_INPUTS},
+            "run request": {key: asked[key] for key in _REQUEST_INPUTS},
             "environment": {key: os.environ.get(key) for key in _ENV_INPUTS},
             "dataset": _dataset_digest(Path(request.dataset)),
             # A clip replaced or fixed in place re-reads the clips (size and mtime: stat only, no decode).
@@ -53,7 +61,7 @@ class ProbePhase:
             **({"smoke test": _smoke_digest(ctx)} if request.backend == "ltx" else {}),
         }
 
-    def run(self, ctx: RunContext) -> PhaseResult:
+    def run(self, ctx: LtxContext) -> PhaseResult[ProbeOutputs]:
         request = ctx.request
         ctx.narrate("Probing the GPUs, the dataset, the model files and the trainer checkout, so the plan "
                     "fits this machine. Nothing is changed or written.")
@@ -72,10 +80,8 @@ class ProbePhase:
         dataset = classify_dataset(Path(request.dataset))
         host = probe_host(ctx.workspace)
         uses_uv = request.backend == "ltx" and not request.trainer_python
-        findings = [gpu_probe.to_finding().to_dict(), *(f.to_dict() for f in host.to_findings(uses_uv=uses_uv))]
-        findings.append(dataset.to_finding().to_dict())
-        dataset_record = to_plain(dataset)
-        if needs_captions(dataset_record):
+        findings = [gpu_probe.to_finding(), *host.to_findings(uses_uv=uses_uv), dataset.to_finding()]
+        if needs_captions(to_plain(dataset)):
             findings.append(_captioner_finding(request))
         media = media_rows(Path(request.dataset)) if get_mode(request.mode).video_media else []
         frames = _read_clips(ctx, media, request.dataset)
@@ -83,55 +89,48 @@ class ProbePhase:
         if request.backend == "ltx":  # the toy and simulated backends need no model files or checkout
             models = _models(request, findings)
             trainer_check = check_trainer_root(Path(request.trainer_root) if request.trainer_root else None)
-            findings.append(trainer_check.to_finding(needs_sync=not request.trainer_python).to_dict())
-            trainer = to_plain(trainer_check)
+            findings.append(trainer_check.to_finding(needs_sync=not request.trainer_python))
+            trainer_found = to_plain(trainer_check)
             if request.trainer_python:
                 python_check = check_trainer_python(Path(request.trainer_python), trainer_check)
-                findings.append(python_check.to_finding().to_dict())
-                trainer["python"] = python_check.to_dict()
-            smoke = smoke_finding(ctx.backend, ctx.workspace, request.mode)
+                findings.append(python_check.to_finding())
+                trainer_found["python"] = python_check
+            trainer = TrainerRecord.model_validate(trainer_found)
+            smoke = smoke_finding(ctx.backend, ctx.workspace, request.mode) \
+                if isinstance(ctx.backend, LtxBackend) else None
             if smoke is not None:
-                findings.append(smoke.to_dict())
-        outputs = {
-            "gpus": to_plain(gpu_probe),
-            "gpu_count": len(gpu_probe.gpus),
-            "gpu_summary": gpus_text,
-            "assumed_gpu": gpu_probe.assumed,
-            "tier": {"key": tier.key, "name": tier.name, "base": tier.base, "nominal_gb": nominal,
-                     "accepted_risk": tier.below_minimum},
-            "host": to_plain(host),
-            "dataset": dataset_record,
-            "clip_frames": frames,
-            "models": models,
-            "trainer": trainer,
-            "findings": findings,
-        }
-        return PhaseResult(outputs)
+                findings.append(smoke)
+        return PhaseResult(ProbeOutputs(
+            gpus=gpu_probe, gpu_count=len(gpu_probe.gpus), gpu_summary=gpus_text, assumed_gpu=gpu_probe.assumed,
+            tier=TierChoice.model_validate({"key": tier.key, "name": tier.name, "base": tier.base,  # base: checked
+                                            "nominal_gb": nominal, "accepted_risk": tier.below_minimum}),
+            host=host, dataset=dataset, clip_frames=frames, models=models, trainer=trainer, findings=tuple(findings)))
 
-    def summary(self, outputs: dict[str, Any]) -> str:
-        missing = sum(1 for f in outputs["findings"] if f["status"] == "missing")
-        dataset = outputs["dataset"]
-        return (f"{outputs['gpu_summary']} -> {outputs['tier']['name']}; dataset: {dataset['kind']}; "
+    def summary(self, outputs: ProbeOutputs) -> str:
+        missing = sum(1 for f in outputs.findings if f.status == "missing")
+        return (f"{outputs.gpu_summary} -> {outputs.tier.name}; dataset: {outputs.dataset.kind}; "
                 f"{missing} prerequisite(s) missing")
 
 
-def _smoke_digest(ctx: RunContext) -> str | None:
+def _smoke_digest(ctx: LtxContext) -> str | None:
     """The smoke record of this checkout + environment (a smoke test run since re-probes and lifts its blocker)."""
+    if not isinstance(ctx.backend, LtxBackend):
+        return None
     record = smoke_record_file(ctx.backend, ctx.workspace, ctx.request.mode)
     return file_digest(record) if record is not None and record.is_file() else None
 
 
-def _gpus_not_probed(ctx: RunContext) -> bool:
+def _gpus_not_probed(ctx: LtxContext) -> bool:
     return bool(ctx.request.assume_gpu) or ctx.request.backend == "simulated"
 
 
-def _gpu_probe(ctx: RunContext) -> GpuProbe:
+def _gpu_probe(ctx: LtxContext) -> GpuProbe:
     """nvidia-smi, or the assumed GPU, or the simulated backend's surface GPU (shown as assumed), or, for
     the reference backend on a machine with no nvidia-smi, the default GPU (shown as assumed, saying why)."""
     request = ctx.request
     if request.assume_gpu:
         return assumed_probe(request.assume_gpu)
-    if request.backend == "simulated":
+    if isinstance(ctx.backend, SimulatedBackend):
         gpu = ctx.backend.surface.gpu
         return assumed_probe(f"{gpu.name},{gpu.memory_mib},{gpu.count}")
     spec, default = planned_gpu(request.backend, None, request.nvidia_smi)
@@ -149,7 +148,7 @@ def _assumed_note(gpu_probe: GpuProbe) -> str:
     return " (assumed)"
 
 
-def _minimum_gate(ctx: RunContext, gpus_text: str, nominal: int, accept_risk: bool) -> None:
+def _minimum_gate(ctx: LtxContext, gpus_text: str, nominal: int, accept_risk: bool) -> None:
     message = (f"{gpus_text} has {nominal} GB per GPU. The LTX-2 trainer documents 80 GB recommended and "
                f"the official workflow a {MINIMUM_GB} GB minimum; no tested config exists below it")
     if not accept_risk:
@@ -159,36 +158,36 @@ def _minimum_gate(ctx: RunContext, gpus_text: str, nominal: int, accept_risk: bo
     ctx.warn(message + ". Continuing on the low-VRAM config because --accept-risk was given.")
 
 
-def _captioner_finding(request: Any) -> dict[str, Any]:
-    """Whether the captioner the run will use can run here, with the exact command that makes it so."""
-    from ltx_pipeline.steps.captioning import DEFAULT_VLLM_URL, captioner_availability
+def _captioner_finding(request: RunRequest) -> Finding:
+    """Whether the captioner the run will use (the request's, its default resolved there) can run here, with the
+    exact command that makes it so."""
+    from ltx_pipeline.steps.captioning import captioner_availability
 
-    name = default_captioner(request.captioner, request.backend)
-    found = captioner_availability(name, trainer_root=Path(request.trainer_root) if request.trainer_root else None,
-                                   vllm_url=request.vllm_url or DEFAULT_VLLM_URL, env=os.environ,
-                                   trainer_python=request.trainer_python)
-    return Finding("Captioner", "ok" if found.ok else "missing", found.detail, found.fix).to_dict()
+    found = captioner_availability(request.captioner,
+                                   trainer_root=Path(request.trainer_root) if request.trainer_root else None,
+                                   vllm_url=request.vllm_url, env=os.environ, trainer_python=request.trainer_python)
+    return Finding("Captioner", "ok" if found.ok else "missing", found.detail, found.fix)
 
 
-def _read_clips(ctx: RunContext, media: list[tuple[int | None, Path]], dataset: str) -> dict[str, Any]:
+def _read_clips(ctx: LtxContext, media: list[tuple[int | None, Path]], dataset: str) -> ClipFrames:
     """Every clip's facts (PyAV), for the plan's bucket check and the data check's spreads.
 
     A clip that is missing or cannot be read is bad input: the run stops here, before the plan,
     naming each file with its row (the first 10, then how many more).
     """
     if not media:
-        return {}
+        return ClipFrames()  # stored as {}, as it always was
     many = len(media) > 50
     if many:
         ctx.narrate(f"Reading {len(media)} clips (frames, fps, size, audio)...")
-    on_count = ctx.options.get("on_count")  # the CLI's progress bar; narrated every tenth without one
+    watched = ctx.reporter.shows_progress  # the CLI's progress bar; narrated every tenth without one
     step = max(50, len(media) // 10)
 
     def progress(done: int, total: int) -> None:
         if not many:
             return
-        if on_count is not None:
-            on_count("reading clips", done, total)
+        if watched:
+            ctx.reporter.on_count("reading clips", done, total)
         elif done % step == 0 or done == total:
             ctx.narrate(f"  {done}/{total} clips read")
 
@@ -204,10 +203,10 @@ def _read_clips(ctx: RunContext, media: list[tuple[int | None, Path]], dataset: 
             lines.append(f"... and {len(items) - 10} more")
         raise BadDataset(f"{len(items)} of {len(media)} media file(s) cannot be used:\n  " + "\n  ".join(lines),
                          where=dataset, fix="replace or remove those files (or their rows), then run again")
-    return report.to_dict()
+    return ClipFrames.model_validate(report.to_dict())
 
 
-def _models(request: Any, findings: list[dict]) -> dict[str, Any]:
+def _models(request: RunRequest, findings: list[Finding]) -> ProbedModels:
     """The model search, the check of each model path, and ``files``: the files chosen to train with.
 
     ``files`` is ``{"checkpoint": abs path | None, "text_encoder": abs path | None, "searched":
@@ -217,14 +216,15 @@ def _models(request: Any, findings: list[dict]) -> dict[str, Any]:
     search = find_model_files(default_model_dirs(os.environ, Path.home()), os.environ)
     checks = {"checkpoint": check_model_path(request.model_path, "checkpoint", search),
               "text_encoder": check_model_path(request.text_encoder_path, "text_encoder", search)}
-    findings.extend(c.to_finding().to_dict() for c in checks.values())
-    files = {kind: check.path if check.usable else None for kind, check in checks.items()}
-    return {"search": to_plain(search), **{k: to_plain(v) for k, v in checks.items()},
-            "checkpoint_path": checks["checkpoint"].value, "text_encoder_path": checks["text_encoder"].value,
-            "files": {**files, "searched": list(search.labels)}}
+    findings.extend(c.to_finding() for c in checks.values())
+    files = ModelFiles(**{kind: check.path if check.usable else None for kind, check in checks.items()},
+                       searched=tuple(search.labels))
+    return ProbedModels(search=search, checkpoint=checks["checkpoint"], text_encoder=checks["text_encoder"],
+                        checkpoint_path=checks["checkpoint"].value, text_encoder_path=checks["text_encoder"].value,
+                        files=files)
 
 
-def _model_files_digest(request: Any) -> str:
+def _model_files_digest(request: RunRequest) -> str:
     """Sizes and mtimes of the given model paths and of the model folders two levels deep (stat only).
 
     A fixed ``config.json`` or a finished download changes it, so the probe runs again on resume.

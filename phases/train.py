@@ -17,23 +17,32 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.backends.base import Nodes
-from ltx_pipeline.engine import PhaseResult, RunContext
-from ltx_pipeline.engine.fingerprint import digest
+from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, ValidatedConfig
 from ltx_pipeline.errors import BadInput, Refused, RunFailed
 from ltx_pipeline.ltx.audio_choice import trained_mode
 from ltx_pipeline.ltx.buckets import parse_buckets
+from ltx_pipeline.ltx.checkpoint_files import final_weights_name
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.ltx.recipe import Stage as RecipeStage
 from ltx_pipeline.ltx.recipe import planned_stages
+from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs, StageConfig
+from ltx_pipeline.outputs.data_check import DataCheckOutputs, DataStage
+from ltx_pipeline.outputs.plan import PlanOutputs
+from ltx_pipeline.outputs.probe import ProbeOutputs
+from ltx_pipeline.outputs.train import PendingStage, TrainedStage, TrainOutputs
+from ltx_pipeline.outputs.validate import ValidatedStage, ValidateOutputs
 from ltx_pipeline.probing import wandb_credentials_resolve
 from ltx_pipeline.probing.gpus import cuda_present
+from ltx_pipeline.probing.nvidia_smi import nvidia_smi_command
+from ltx_pipeline.steps.context import LtxContext
 from ltx_pipeline.steps.follow import TrainingFollower, log_summary, stop_requested
 from ltx_pipeline.steps.nodes import node_launch_printable, rank_zero
 from ltx_pipeline.steps.preprocess import preprocess
@@ -46,7 +55,7 @@ from ltx_pipeline.steps.resume import (
     set_aside,
 )
 from ltx_pipeline.steps.slurm import job_end_fix, require_queue, script_path, stage_job, submit_script, write_script
-from ltx_pipeline.steps.validation import launch_target, validate_stage
+from ltx_pipeline.steps.validation import stage_launch_target, validate_stage
 from ltx_pipeline.trainer_log import canonical_kind
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
@@ -68,61 +77,60 @@ def stage_log(logs: Path, stage: int, stages: int, attempt: int = 1) -> Path:
 class TrainPhase:
     name = "train"
     heavy = True
+    outputs_type = TrainOutputs
 
-    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
-        validate = ctx.output("validate")
+    def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:
         # Upstream outputs only: the train phase's own patches (load_checkpoint, --apply-fix) change the
         # config files, and each launch validates the file as it is then.
-        parts = {"validate": digest(validate), "data_check": digest(ctx.output("data_check"))}
-        if "autotune" in ctx.upstream:
-            parts["autotune"] = digest(ctx.output("autotune"))
+        parts = {"validate": ctx.output_digest("validate"), "data_check": ctx.output_digest("data_check")}
+        if ctx.has_output("autotune"):
+            parts["autotune"] = ctx.output_digest("autotune")
         return parts
 
-    def run(self, ctx: RunContext) -> PhaseResult:
-        validate, patch = ctx.output("validate"), ctx.output("config_patch")
-        data_stages = ctx.output("data_check")["stages"]
-        total = len(validate["stages"])
-        recipe_stages = {int(s["index"]): s for s in ctx.output("plan")["recipe"]["stages"]}
-        results: list[dict[str, Any]] = []
-        restart = bool(ctx.options.get("restart_training"))  # for the first unfinished stage only
-        for entry, config_entry, data_stage in zip(validate["stages"], patch["configs"], data_stages, strict=True):
+    def run(self, ctx: LtxContext) -> PhaseResult[TrainOutputs]:
+        validate, patch = ctx.output(ValidateOutputs), ctx.output(ConfigPatchOutputs)
+        data_stages = ctx.output(DataCheckOutputs).stages
+        total = len(validate.stages)
+        recipe_stages = {s.index: s for s in ctx.output(PlanOutputs).recipe.stages}
+        results: list[TrainedStage | PendingStage] = []
+        restart = ctx.options.restart_training  # for the first unfinished stage only
+        for entry, config_entry, data_stage in zip(validate.stages, patch.configs, data_stages, strict=True):
             stage = _Stage(ctx, entry, config_entry, data_stage, total, restart=restart,
-                           recipe_stage=recipe_stages.get(int(entry["stage"])) or {},
-                           planned=planned_stages(list(recipe_stages.values())))
+                           recipe_stage=recipe_stages.get(entry.stage),
+                           planned=planned_stages([asdict(s) for s in recipe_stages.values()]))
             result = stage.run()
             restart = restart and not stage.restarted  # a finished stage passes it on to the next one
             results.append(result)
-            if result.get("pending"):
-                return PhaseResult({"stages": results, "stage_count": total}, pending=True)
-        return PhaseResult({"stages": results, "stage_count": total})
+            if isinstance(result, PendingStage):
+                return PhaseResult(TrainOutputs(stages=results, stage_count=total), pending=True)
+        return PhaseResult(TrainOutputs(stages=results, stage_count=total))
 
-    def summary(self, outputs: dict[str, Any]) -> str:
-        stages = outputs["stages"]
-        if stages and stages[-1].get("pending"):
-            last = stages[-1]
-            who = f"SLURM job {last['slurm_job']}" if last.get("slurm_job") else f"pid {last['pid']}"
-            return f"stage {last['stage']}/{outputs['stage_count']} training detached ({who}); log {last['log']}"
-        finals = ", ".join(f"stage {s['stage']}: step {s['final_step']}"
-                           + (f" (run step {s['start_step'] + s['final_step']})" if s.get("start_step") else "")
-                           for s in stages)
+    def summary(self, outputs: TrainOutputs) -> str:
+        stages = outputs.stages
+        if stages and isinstance(last := stages[-1], PendingStage):
+            who = f"SLURM job {last.slurm_job}" if last.slurm_job else f"pid {last.pid}"
+            return f"stage {last.stage}/{outputs.stage_count} training detached ({who}); log {last.log}"
+        finals = ", ".join(f"stage {s.stage}: step {s.final_step}"
+                           + (f" (run step {s.run_final_step})" if s.start_step else "")
+                           for s in outputs.trained)
         return f"{len(stages)} stage(s) trained ({finals})"
 
 
 class _Stage:
     """One stage's launch-or-re-attach, follow and judgement."""
 
-    def __init__(self, ctx: RunContext, entry: dict[str, Any], config_entry: dict[str, Any],
-                 data_stage: dict[str, Any], total: int, *, restart: bool = False,
-                 recipe_stage: dict[str, Any] | None = None, planned: int | None = None) -> None:
+    def __init__(self, ctx: LtxContext, entry: ValidatedStage, config_entry: StageConfig,
+                 data_stage: DataStage, total: int, *, restart: bool = False,
+                 recipe_stage: RecipeStage | None = None, planned: int | None = None) -> None:
         self.ctx, self.entry, self.data_stage, self.total = ctx, entry, data_stage, total
         self.restart, self.restarted = restart, False
-        self.index = int(entry["stage"])
+        self.index = entry.stage
         self.planned = planned or total
         # A continuation of a finished training: the run's step its trainer's step 0 stands for (ltx.recipe).
-        self.start_step = int((recipe_stage or {}).get("start_step") or 0)
-        self.config = Path(entry["config"])
+        self.start_step = recipe_stage.start_step if recipe_stage else 0
+        self.config = Path(entry.config)
         self.config_entry = config_entry
-        self.output_dir = Path(config_entry["output_dir"])
+        self.output_dir = Path(str(config_entry.output_dir))  # (recorded by every config_patch that can train)
         launches = ctx.journal.processes("train", self.index)
         # The log of the newest launch (the one to follow or judge); a new launch gets the next name.
         self.log = Path(launches[-1].log_path) if launches else stage_log(ctx.paths.logs, self.index, self.planned)
@@ -130,14 +138,14 @@ class _Stage:
     def values(self) -> dict[str, Any]:
         return load_yaml(self.config.read_text(encoding="utf-8")) or {}
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> TrainedStage | PendingStage:
         ctx, journal = self.ctx, self.ctx.journal
         launches = journal.processes("train", self.index)
         if launches and launches[-1].slurm_job is not None and launches[-1].status == "running":
             # Whether the job still runs decides between following it and submitting another: never guessed.
             require_queue(launches[-1].slurm_job, self._resume_command())
         if (done := self._completed()) is not None:
-            ctx.narrate(f"Stage {self.index}/{self.total} already trained to step {done['final_step']}; skipping.")
+            ctx.narrate(f"Stage {self.index}/{self.total} already trained to step {done.final_step}; skipping.")
             return done
         handle = journal.live("train", self.index)
         resumed_from = None
@@ -149,7 +157,7 @@ class _Stage:
                         "nothing is launched.")
         else:
             resumed_from, handle = self._launch()
-        if ctx.options.get("detach"):
+        if ctx.options.detach:
             ctx.narrate(f"Training goes on detached ({_who(handle)}); follow it with `ltx-pipeline resume`, "
                         "check it with `ltx-pipeline status`, stop it with `ltx-pipeline stop`.")
             return self._pending(handle)
@@ -157,7 +165,8 @@ class _Stage:
         follower = TrainingFollower(journal, handle, stage=self.index, stages=self.total, output_dir=self.output_dir,
                                     validation_interval=(values.get("validation") or {}).get("interval"),
                                     checkpoint_interval=(values.get("checkpoints") or {}).get("interval"),
-                                    on_progress=ctx.options.get("on_progress"), warn=ctx.warn)
+                                    on_progress=ctx.reporter.on_progress if ctx.reporter.shows_progress else None,
+                                    warn=ctx.warn)
         if resumed_from is None:
             follower.seed(journal.metrics(self.index))
         try:
@@ -177,21 +186,21 @@ class _Stage:
             if old.status == "running":
                 journal.settle(old)
         self._catch_up(previous)
-        if previous and ctx.options.get("apply_fix"):
+        if previous and ctx.options.apply_fix:
             self._apply_fix()
-        if self.data_stage.get("source") == "preprocess" and ctx.request.backend != "simulated":
+        if self.data_stage.source == "preprocess" and ctx.request.backend != "simulated":
             self._preprocess()
         self._recheck()
         resumed_from = self._prepare_resume(bool(previous))
         # Last: every patch (autotune's winner, --apply-fix, load_checkpoint) is in the file now.
         validated = self._validate_for_launch()
-        validate = ctx.output("validate")
+        validate = ctx.output(ValidateOutputs)
         self.log = stage_log(ctx.paths.logs, self.index, self.planned, attempt=len(previous) + 1)
         if ctx.request.slurm:
             return resumed_from, self._submit(validated, len(previous) + 1)
         nodes = rank_zero(ctx.request)  # several nodes: this machine is rank 0, the others join it
-        spec = ctx.backend.train_command(self.config, distributed=validate["distributed"], nodes=nodes,
-                                         num_processes=validate.get("processes_per_node", validate["num_processes"]))
+        spec = ctx.backend.train_command(self.config, distributed=validate.distributed, nodes=nodes,
+                                         num_processes=validate.per_node)
         offset = self._log_boundary(self.log, len(previous) + 1)
         try:
             launched = journal.launch("train", self.index, spec, self.log, validated)
@@ -215,9 +224,8 @@ class _Stage:
     def _submit(self, validated: ValidatedConfig, attempt: int) -> Any:
         """Write this launch's sbatch script, submit it and record the job (``--slurm``); node 0's log is followed."""
         ctx = self.ctx
-        validate = ctx.output("validate")
         nodes = ctx.request.nodes
-        per_node = int(validate.get("processes_per_node") or validate["num_processes"])
+        per_node = ctx.output(ValidateOutputs).per_node
         job = stage_job(workspace=ctx.workspace, run_root=ctx.paths.root, run=ctx.run_name, stage=self.index,
                         stages=self.total, log=self.log, nodes=nodes, gpus_per_node=per_node,
                         extra=tuple(ctx.request.slurm_args))
@@ -268,18 +276,19 @@ class _Stage:
 
     def _preprocess(self) -> None:
         ctx, stage = self.ctx, self.data_stage
-        patch = ctx.output("config_patch")
-        mode = trained_mode(get_mode(ctx.request.mode), ctx.output("plan").get("audio"))  # video only: no audio gate
-        preprocess(ctx, mode=mode, metadata_file=Path(stage["metadata_file"]),
-                   buckets=parse_buckets(stage["buckets"]), output_dir=Path(stage["preprocessed_root"]),
-                   stage=self.index, model_path=patch["model_path"], text_encoder_path=patch["text_encoder_path"],
-                   pairing=ctx.output("data_check").get("conditions_pairing"), extra_flags=[])
+        patch, data = ctx.output(ConfigPatchOutputs), ctx.output(DataCheckOutputs)
+        mode = trained_mode(get_mode(ctx.request.mode), ctx.output(PlanOutputs).audio)  # video only: no audio gate
+        preprocess(ctx, mode=mode, metadata_file=Path(str(stage.metadata_file)),  # (source "preprocess": set)
+                   buckets=parse_buckets(stage.buckets), output_dir=Path(stage.preprocessed_root),
+                   stage=self.index, model_path=patch.model_path, text_encoder_path=patch.text_encoder_path,
+                   pairing=data.conditions_pairing.model_dump(mode="json") if data.conditions_pairing else None,
+                   extra_flags=[])
 
     def _validate_for_launch(self) -> ValidatedConfig:
         """Validate the config exactly as it will be launched; its digest travels with the launch."""
         ctx = self.ctx
-        target = launch_target(ctx.output("probe"), ctx.output("data_check"), self.data_stage,
-                               int(ctx.output("validate")["num_processes"]))
+        target = stage_launch_target(ctx.output(ProbeOutputs), ctx.output(DataCheckOutputs), self.data_stage,
+                                     ctx.output(ValidateOutputs).num_processes)
         result = validate_stage(ctx.backend, self.config, target, strict=True)
         validated = result.raise_if_failed(f"Stage {self.index}'s config as it would be launched")
         ctx.journal.event(f"validated {self.config.name} {validated.sha256[:19]}… by {validated.validator} "
@@ -332,13 +341,13 @@ class _Stage:
 
     def _planned_start(self) -> dict[str, Any]:
         """How config_patch made this stage start: its recorded warm start, else the template's values."""
-        template = Path(self.config_entry["template"])
+        template = Path(self.config_entry.template)
         values = load_yaml(template.read_text(encoding="utf-8")) if template.is_file() else {}
         planned = {path: config_value(values or {}, path) for path in ("model.load_checkpoint",
                                                                        "checkpoints.no_resume")}
-        for record in self.config_entry.get("patches") or []:
-            if record.get("path") in planned:
-                planned[record["path"]] = record.get("new")
+        for record in self.config_entry.patches:
+            if record.path in planned:
+                planned[record.path] = record.new
         return planned
 
     def _announce_continuation(self) -> None:
@@ -372,7 +381,7 @@ class _Stage:
 
     # -- after the trainer ended --------------------------------------------------------------------
 
-    def _completed(self) -> dict[str, Any] | None:
+    def _completed(self) -> TrainedStage | None:
         """The stage's result when the evidence says it finished, whatever an earlier engine recorded.
 
         Finished: the final weights exist and the newest launch is not running, and either its
@@ -382,8 +391,7 @@ class _Stage:
         """
         values = self.values()
         steps = int((values.get("optimization") or {}).get("steps", 0))
-        prefix = "lora" if (values.get("model") or {}).get("training_mode", "lora") == "lora" else "model"
-        final = self.output_dir / "checkpoints" / f"{prefix}_weights_step_{steps:05d}.safetensors"
+        final = self.output_dir / "checkpoints" / final_weights_name(values)
         processes = self.ctx.journal.processes("train", self.index)
         if not processes or not final.is_file():
             return None
@@ -399,7 +407,7 @@ class _Stage:
         self._catch_up(processes)
         return self._result(last, final, steps, None)
 
-    def _judge(self, handle: Any, follower: TrainingFollower, resumed_from: int | None) -> dict[str, Any]:
+    def _judge(self, handle: Any, follower: TrainingFollower, resumed_from: int | None) -> TrainedStage:
         journal = self.ctx.journal
         by_user = stop_requested(handle)
         settled = journal.settle(handle, stopped_by_user=by_user)
@@ -434,21 +442,19 @@ class _Stage:
         raise RunFailed(f"Training stage {self.index} failed ({job}{failure.kind}, exit {code}): {failure.evidence}",
                         where=str(self.ctx.paths.root / "failure.md"), fix=fix)
 
-    def _result(self, handle: Any, final: Path | None, step: int, resumed_from: int | None) -> dict[str, Any]:
+    def _result(self, handle: Any, final: Path | None, step: int, resumed_from: int | None) -> TrainedStage:
         summary = log_summary(self.log, lines=60)
-        return {"stage": self.index, "config": str(self.config), "output_dir": str(self.output_dir),
-                "log": str(self.log), "pid": handle.pid, "launch": handle.printable,
-                "final_checkpoint": str(final) if final else None, "final_step": step, "resumed_from": resumed_from,
-                "start_step": self.start_step,
-                "peak_gpu_memory_gb": summary["peak_gpu_memory_gb"], "wandb_url": summary["wandb_url"],
-                "steps_per_second": summary["steps_per_second"],
-                # Where it ran: a CPU run's "Peak GPU memory: 0.00 GB" is no measurement (a job's GPUs are its nodes').
-                "on_gpu": bool(self.ctx.request.slurm or self.ctx.request.backend != "ltx" or cuda_present())}
+        return TrainedStage(
+            stage=self.index, config=str(self.config), output_dir=str(self.output_dir), log=str(self.log),
+            pid=handle.pid, launch=handle.printable, final_checkpoint=str(final) if final else None, final_step=step,
+            resumed_from=resumed_from, start_step=self.start_step, peak_gpu_memory_gb=summary["peak_gpu_memory_gb"],
+            wandb_url=summary["wandb_url"], steps_per_second=summary["steps_per_second"],
+            # Where it ran: a CPU run's "Peak GPU memory: 0.00 GB" is no measurement (a job's GPUs are its nodes').
+            on_gpu=bool(self.ctx.request.slurm or self.ctx.request.backend != "ltx" or cuda_present()))
 
-    def _pending(self, handle: Any) -> dict[str, Any]:
-        pending = {"stage": self.index, "pending": True, "pid": handle.pid, "log": str(self.log),
-                   "launch": handle.printable, "output_dir": str(self.output_dir)}
-        return {**pending, "slurm_job": handle.slurm_job} if handle.slurm_job is not None else pending
+    def _pending(self, handle: Any) -> PendingStage:
+        return PendingStage(stage=self.index, pid=handle.pid, log=str(self.log), launch=handle.printable,
+                            output_dir=str(self.output_dir), slurm_job=handle.slurm_job)
 
 
 def _who(handle: Any) -> str:
@@ -461,11 +467,9 @@ def _check_gpus_free(executable: str | None) -> None:
     Raises:
         Refused: a GPU is busy, named with its memory in use.
     """
-    import os
-    import shutil
     import subprocess
 
-    exe = executable or os.environ.get("LTX_PIPELINE_NVIDIA_SMI") or shutil.which("nvidia-smi") or "nvidia-smi"
+    exe = nvidia_smi_command(executable)
     try:
         done = subprocess.run([exe, "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],  # noqa: S603
                               capture_output=True, text=True, timeout=20, check=False)

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 # The throw-away PostgreSQL server and per-test databases of the shared-store tests (one session server).
-pytest_plugins = ["tests.postgres"]
+# The suite's wall time as its last line (tests/suite_timing.py; .ci/run reports it against the goal).
+pytest_plugins = ["tests.postgres", "tests.suite_timing"]
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -7,19 +7,40 @@ or contend with it, at a known point.
 """
 
 HOLD = '''
-import os, pathlib, time
-from ltx_pipeline.store import store as _store
-
-_begin = _store.Store.begin_phase
+import importlib.abc, importlib.util, os, pathlib, sys, time
 
 
-def _hold(self, run_id, phase, **kwargs):
-    row = _begin(self, run_id, phase, **kwargs)
-    if phase == os.environ.get("HOLD_IN_PHASE"):
-        pathlib.Path(os.environ["HOLD_MARKER"]).write_text(phase)
-        time.sleep(120)
-    return row
+def _patch(store):
+    begin = store.Store.begin_phase
+
+    def hold(self, run_id, phase, **kwargs):
+        row = begin(self, run_id, phase, **kwargs)
+        if phase == os.environ.get("HOLD_IN_PHASE"):
+            pathlib.Path(os.environ["HOLD_MARKER"]).write_text(phase)
+            time.sleep(120)
+        return row
+
+    store.Store.begin_phase = hold
 
 
-_store.Store.begin_phase = _hold
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Patch the store when a process first imports it: the engine's children that never open the store
+    (supervisors, trainers) start without importing it (about 0.6 s of CPU each)."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "ltx_pipeline.store.store":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        load = spec.loader.exec_module
+
+        def exec_module(module):
+            load(module)
+            _patch(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _PatchOnImport())
 '''

@@ -15,6 +15,7 @@ from ltx_pipeline.backends.base import (
     TrainerBackend,
     redact_env,
 )
+from ltx_pipeline.env_names import LTX2_ROOT_ENV
 from ltx_pipeline.errors import BadRequest
 from ltx_pipeline.probing.gpus import planned_gpu
 
@@ -35,7 +36,7 @@ def make_backend(name: str, *, trainer_root: str | None = None, surface: str | N
     if name == "ltx":
         from ltx_pipeline.backends.ltx import LtxBackend
 
-        root = trainer_root or os.environ.get("LTX2_ROOT")
+        root = trainer_root or os.environ.get(LTX2_ROOT_ENV)
         return LtxBackend(Path(root) if root else None, python=trainer_python)
     if name == "reference":
         from ltx_pipeline.backends.reference import ReferenceBackend

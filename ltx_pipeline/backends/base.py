@@ -14,15 +14,19 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, get_args, runtime_checkable
 
 from ltx_pipeline.errors import BadInput
+from ltx_pipeline.ltx.launch_plan import Distributed
+
+if TYPE_CHECKING:
+    from ltx_pipeline.ltx.trainer_config import ConfigFinding
 
 __all__ = ["DEFAULT_MAIN_PORT", "DISTRIBUTED_MODES", "MIRRORED_TRAINER_VERSION", "MIRROR_VALIDATOR", "Distributed",
-           "LaunchSpec", "Nodes", "TrainerBackend", "is_secret_name", "redact_env"]
+           "LaunchSpec", "MakesBaseWeights", "Nodes", "TrainerBackend", "is_distributed", "is_secret_name",
+           "redact_env"]
 
-Distributed = Literal["none", "ddp", "ddp-compile", "fsdp", "fsdp-compile"]
-DISTRIBUTED_MODES: tuple[str, ...] = ("none", "ddp", "ddp-compile", "fsdp", "fsdp-compile")
+DISTRIBUTED_MODES: tuple[str, ...] = get_args(Distributed)
 #: The ltx-trainer release whose config schema ``ltx_pipeline.ltx.trainer_config`` mirrors.
 MIRRORED_TRAINER_VERSION = "1.2.0"
 #: Who validated, when it was the project's mirror of the trainer's schema (``TrainerBackend.validator``).
@@ -30,6 +34,11 @@ MIRROR_VALIDATOR = f"the built-in schema mirror (ltx-trainer {MIRRORED_TRAINER_V
 #: accelerate's own default rendezvous port (``--main_process_port``).
 DEFAULT_MAIN_PORT = 29500
 _SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
+
+
+def is_distributed(mode: str) -> TypeGuard[Distributed]:
+    """Whether ``mode`` is one of ``DISTRIBUTED_MODES`` (and so a ``Distributed`` value)."""
+    return mode in DISTRIBUTED_MODES
 
 
 def is_secret_name(name: str) -> bool:
@@ -105,18 +114,28 @@ class Nodes:
 
 
 class TrainerBackend(Protocol):
-    """A trainer the engine can drive."""
+    """A trainer the engine can drive.
 
-    name: str
-    #: Probe finding items a heavy phase cannot run without (e.g. the trainer checkout).
-    heavy_prerequisites: tuple[str, ...]
+    Its attributes are read-only members: phases only read them, so a class attribute, an instance
+    attribute set in ``__init__`` (``LtxBackend.heavy_prerequisites``) or a property all satisfy them.
+    """
+
+    @property
+    def name(self) -> str:
+        """``ltx``, ``reference`` or ``simulated`` (``BACKEND_NAMES``)."""
+        ...
+
+    @property
+    def heavy_prerequisites(self) -> tuple[str, ...]:
+        """Probe finding items a heavy phase cannot run without (e.g. the trainer checkout)."""
+        ...
 
     def template(self, config_name: str) -> Path:
         """The read-only template config file of that name (e.g. ``t2v_lora.yaml``)."""
         ...
 
-    def validate(self, config_path: Path, *, relaxed_paths: bool = False) -> list[Any]:
-        """Validation findings (``ConfigFinding``) for a trainer config; empty when it may launch."""
+    def validate(self, config_path: Path, *, relaxed_paths: bool = False) -> list[ConfigFinding]:
+        """Validation findings for a trainer config; empty when it may launch."""
         ...
 
     def validator(self, *, relaxed_paths: bool = False) -> str:
@@ -137,4 +156,14 @@ class TrainerBackend(Protocol):
                       nodes: Nodes | None = None) -> LaunchSpec:
         """The command that trains with ``config_path``: ``num_processes`` on this machine; with ``nodes``,
         this machine's share of a launch over ``nodes.count`` machines (``num_processes`` x count in all)."""
+        ...
+
+
+@runtime_checkable
+class MakesBaseWeights(Protocol):
+    """A backend whose toy trainer brings its own base weights (``reference``, ``simulated``): a run
+    without ``--model-path`` trains on them. ``ltx`` has none: its checkpoint is the probe's."""
+
+    def base_weights(self, folder: Path) -> Path:
+        """The base weights file in ``folder`` (made there first if the trainer needs a real one)."""
         ...

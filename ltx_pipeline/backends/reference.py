@@ -16,14 +16,14 @@ from pathlib import Path
 
 from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec, Nodes
 from ltx_pipeline.backends.launch import LOG_ENV, accelerate_args, check_processes, preprocess_args
+from ltx_pipeline.env_names import REFERENCE_CAPACITY_ENV as CAPACITY_ENV
+from ltx_pipeline.env_names import REFERENCE_SCALE_ENV as SCALE_ENV
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, load_trainer_config_file, validate_trainer_config
 
 __all__ = ["ReferenceBackend"]
 
 TEMPLATES = Path(__file__).resolve().parent / "reference_configs"
-CAPACITY_ENV = "LTX_REFERENCE_DEVICE_CAPACITY_MIB"
-SCALE_ENV = "LTX_REFERENCE_MEMORY_SCALE"
 class ReferenceBackend:
     """The toy trainer in ``ltx_pipeline.reference_trainer``.
 

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.backends.surface import CostSurface, SurfacePoint, load_surface
+from ltx_pipeline.env_names import SIMULATED_STEP_LOG_EVERY_ENV, SIMULATED_TIME_SCALE_ENV
 from ltx_pipeline.errors import LtxPipelineError
+from ltx_pipeline.ltx.checkpoint_files import weights_file_name, weights_prefix
 
 _STATE_KEYS = ("optimizer_type", "scheduler_type", "training_mode", "lora_rank")
 
@@ -64,8 +66,8 @@ class Simulation:
     def __init__(self, cfg: Any, surface: CostSurface) -> None:
         self.cfg = cfg
         self.surface = surface
-        self.scale = float(os.environ.get("LTX_SIMULATED_TIME_SCALE", "0") or 0)
-        self.log_every = max(1, int(os.environ.get("LTX_SIMULATED_STEP_LOG_EVERY", "20") or 20))
+        self.scale = float(os.environ.get(SIMULATED_TIME_SCALE_ENV, "0") or 0)
+        self.log_every = max(1, int(os.environ.get(SIMULATED_STEP_LOG_EVERY_ENV, "20") or 20))
         self.output_dir = Path(cfg.output_dir)
         self.spent = 0.0
         opt, acc = cfg.optimization, cfg.acceleration
@@ -156,8 +158,8 @@ class Simulation:
     def _checkpoint(self, step: int) -> None:
         folder = self.output_dir / "checkpoints"
         folder.mkdir(parents=True, exist_ok=True)
-        prefix = "lora" if self.cfg.model.training_mode == "lora" else "model"
-        weights = folder / f"{prefix}_weights_step_{step:05d}.safetensors"
+        prefix = weights_prefix(self.cfg.model.training_mode)
+        weights = folder / weights_file_name(self.cfg.model.training_mode, step)
         _write_placeholder_weights(weights, step)
         state = folder / f"training_state_step_{step:05d}.pt"
         tmp = state.with_suffix(".pt.tmp")

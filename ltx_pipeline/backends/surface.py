@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.yaml_io import load_yaml
@@ -27,6 +27,8 @@ __all__ = ["KNOB_NAMES", "CostSurface", "SurfacePoint", "knobs_key", "load_surfa
 
 KNOB_NAMES = ("quantization", "optimizer_type", "batch_size", "enable_gradient_checkpointing")
 Quantization = Literal["int8-quanto", "int4-quanto", "int2-quanto", "fp8-quanto", "fp8uz-quanto"] | None
+#: One knob combination's values, in ``KNOB_NAMES`` order (``None`` where a knob is not given).
+KnobsKey = tuple[Any, ...]
 
 
 class SurfaceGpu(BaseModel):
@@ -68,13 +70,15 @@ class CostSurface(BaseModel):
     gpu: SurfaceGpu
     load_time_s: float = Field(default=0, ge=0)
     validation_time_s: float = Field(default=0, ge=0)
-    effective_batch: int = Field(default=1, ge=1)
+    # One process's batch x accumulation the surface's figures are for (the sweep's per-GPU batch E). Surface
+    # files written before the name said so call it ``effective_batch``: read as the same per-GPU value.
+    per_gpu_batch: int = Field(default=1, ge=1, validation_alias=AliasChoices("per_gpu_batch", "effective_batch"))
     small_shm: bool = False
     points: list[SurfacePoint] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _unique_points(self) -> CostSurface:
-        seen: set[tuple] = set()
+        seen: set[KnobsKey] = set()
         for point in self.points:
             key = knobs_key(point.knobs.model_dump())
             if key in seen:
@@ -92,7 +96,7 @@ class CostSurface(BaseModel):
         return next((p for p in self.points if knobs_key(p.knobs.model_dump()) == key), None)
 
 
-def knobs_key(knobs: dict[str, Any]) -> tuple:
+def knobs_key(knobs: dict[str, Any]) -> KnobsKey:
     return tuple(knobs.get(name) for name in KNOB_NAMES)
 
 

@@ -11,13 +11,27 @@ Registered by ``cli.app``; what it needs is imported when it runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 
 from ltx_pipeline.cli.options import RunOpt, WorkspaceOpt
 
+if TYPE_CHECKING:
+    from ltx_pipeline.backends.base import TrainerBackend
+    from ltx_pipeline.request import RunRequest
+    from ltx_pipeline.steps.context import LtxContext
+    from ltx_pipeline.store import Run, Store
+    from ltx_pipeline.workspace import Workspace
+
 __all__ = ["autotune_worker"]
+
+
+class _HostGpu(TypedDict):
+    """The GPU model this host's trials run on, and the indices they may use."""
+
+    name: str
+    indices: list[int]
 
 
 def autotune_worker(
@@ -32,6 +46,8 @@ def autotune_worker(
     from ltx_pipeline.cli.console import out
     from ltx_pipeline.cli.driving import open_workspace
     from ltx_pipeline.errors import EXIT_OK, BadInput, BadRequest
+    from ltx_pipeline.steps.autotune import study as studies
+    from ltx_pipeline.steps.autotune.hosts import find_shared
     from ltx_pipeline.store.location import is_sqlite, store_target
     from ltx_pipeline.workspace import DB_FILENAME, Workspace
 
@@ -52,7 +68,11 @@ def autotune_worker(
         raise BadRequest(f"No run named {run_name!r} in the shared store", where="--run",
                          fix="see `ltx-pipeline status` on the driver's host")
     ctx, host_gpu = _context(ws, store, run, assume_gpu, nvidia_smi)
-    study = _study(ctx, run_name)
+    study = find_shared(studies.storage_for(Path(ctx.workspace)), run_name)
+    if study is None:
+        raise BadInput(f"Run {run_name} has no autotune study on this store yet", where="autotune-worker",
+                       fix=f"let the driver reach autotune (`ltx-pipeline resume --run {run_name}` on its host), "
+                           "then start the worker")
     info = study.user_attrs["distributed"]
     if host_gpu["name"] != info["gpu"]:
         raise BadInput(f"This host's GPU is a {host_gpu['name']}, the sweep of run {run_name} measures a "
@@ -73,44 +93,51 @@ def autotune_worker(
     return EXIT_OK
 
 
-def _context(ws: Any, store: Any, run: Any, assume_gpu: str | None, nvidia_smi: str | None) -> tuple[Any, dict]:
+def _context(ws: Workspace, store: Store, run: Run, assume_gpu: str | None,
+             nvidia_smi: str | None) -> tuple[LtxContext, _HostGpu]:
     """The run's context as the autotune phase sees it (no driver lock), and this host's GPU."""
     from ltx_pipeline.backends import make_backend
     from ltx_pipeline.cli.console import err, out
     from ltx_pipeline.cli.render import print_event
     from ltx_pipeline.engine import RunContext
     from ltx_pipeline.engine.journal import RunJournal
+    from ltx_pipeline.engine.outputs import StoredOutputs
     from ltx_pipeline.engine.processes import host_id
     from ltx_pipeline.request import load_request
+    from ltx_pipeline.store import saved_id
 
     paths = ws.run(run.name)
     request = load_request(paths.request_file)
     backend = make_backend(request.backend, trainer_root=request.trainer_root,
                            trainer_python=request.trainer_python, surface=request.surface,
                            assume_gpu=request.assume_gpu, memory_scale=request.reference_memory_scale)
-    upstream = {name: row.outputs for name, row in store.latest_phase_runs(run.id).items()
+    run_id = saved_id(run)
+    upstream = {name: StoredOutputs(row.outputs, row.outputs_version)
+                for name, row in store.latest_phase_runs(run_id).items()
                 if row.status == "succeeded" and row.outputs is not None}
     host = host_id()
 
     def narrate(message: str, level: str) -> None:
-        store.record_event(run.id, f"[{host}] {message}", phase="autotune", level=level)
+        store.record_event(run_id, f"[{host}] {message}", phase="autotune", level=level)
         print_event(out if level == "info" else err, message, level, "autotune")
 
     ctx = RunContext(run_name=run.name, workspace=ws.root, paths=paths, request=request, upstream=upstream,
                      backend=backend, approved=True, _narrator=narrate, phase="autotune",
-                     journal=RunJournal(store, run.id, "autotune"))
+                     journal=RunJournal(store, run_id, "autotune"))
     return ctx, _host_gpu(request, backend, assume_gpu, nvidia_smi)
 
 
-def _host_gpu(request: Any, backend: Any, assume_gpu: str | None, nvidia_smi: str | None) -> dict[str, Any]:
+def _host_gpu(request: RunRequest, backend: TrainerBackend, assume_gpu: str | None,
+              nvidia_smi: str | None) -> _HostGpu:
     """This host's GPU model and indices, found as the probe phase finds them (``--assume-gpu`` first)."""
+    from ltx_pipeline.backends.simulated import SimulatedBackend
     from ltx_pipeline.errors import BadInput
     from ltx_pipeline.probing.gpus import assumed_probe, probe_gpus
 
     spec = assume_gpu or request.assume_gpu
     if spec:
         probe = assumed_probe(spec)
-    elif request.backend == "simulated":
+    elif isinstance(backend, SimulatedBackend):  # the cost surface's GPU: what its trials "run" on
         gpu = backend.surface.gpu
         probe = assumed_probe(f"{gpu.name},{gpu.memory_mib},{gpu.count}")
     else:
@@ -119,17 +146,3 @@ def _host_gpu(request: Any, backend: Any, assume_gpu: str | None, nvidia_smi: st
         raise BadInput("No GPU is visible on this host", where="autotune-worker",
                        fix="run the worker on a GPU host (check nvidia-smi and CUDA_VISIBLE_DEVICES)")
     return {"name": probe.gpus[0].name, "indices": [g.index for g in probe.gpus]}
-
-
-def _study(ctx: Any, run_name: str) -> Any:
-    """The run's newest autotune study that a driver opened for several hosts."""
-    from ltx_pipeline.errors import BadInput
-    from ltx_pipeline.steps.autotune import study as studies
-    from ltx_pipeline.steps.autotune.hosts import find_shared
-
-    study = find_shared(studies.storage_for(Path(ctx.workspace)), run_name)
-    if study is None:
-        raise BadInput(f"Run {run_name} has no autotune study on this store yet", where="autotune-worker",
-                       fix=f"let the driver reach autotune (`ltx-pipeline resume --run {run_name}` on its host), "
-                           "then start the worker")
-    return study

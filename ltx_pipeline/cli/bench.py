@@ -15,12 +15,15 @@ import json
 import math
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ltx_pipeline.cli.console import err, out
 from ltx_pipeline.errors import EXIT_FAILED, EXIT_OK, BadInput, RunFailed
+
+if TYPE_CHECKING:
+    from ltx_pipeline.ltx.recipe import Recipe
 
 __all__ = ["bench_app", "bench_autotune"]
 
@@ -63,8 +66,11 @@ def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any, run_name
     from ltx_pipeline.engine import Outcome, Runner, approve_plan
     from ltx_pipeline.ltx.autotune import end_to_end_anchors, search_space, skill_greedy
     from ltx_pipeline.ltx.sample_clips import write_clip
+    from ltx_pipeline.outputs.autotune import AutotuneOutputs
+    from ltx_pipeline.outputs.plan import PlanOutputs
+    from ltx_pipeline.outputs.probe import ProbeOutputs
     from ltx_pipeline.request import build_request
-    from ltx_pipeline.store import Store
+    from ltx_pipeline.store import Store, saved_id
     from ltx_pipeline.workspace import Workspace, atomic_write
 
     data = root / "data"
@@ -83,11 +89,11 @@ def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any, run_name
     request = build_request({"dataset": str(data / "dataset.json"), "backend": "simulated",
                              "surface": str(surface_path), "strategy": _strategy(surface_path),
                              **_buckets(surface_path),
-                             "effective_batch": surface.effective_batch * surface.gpu.count})
+                             "effective_batch": surface.per_gpu_batch * surface.gpu.count})
     run = store.create_run(run_name, request.model_dump(mode="json"))
     backend = make_backend("simulated", surface=str(surface_path))
     runner = Runner(store, ws, _phases_through_autotune(), backend=backend,
-                    on_event=on_event or (lambda *_: None), options={})
+                    on_event=on_event or (lambda *_: None))
     failure: str | None = None
     try:
         report = runner.drive(run, request)
@@ -96,23 +102,29 @@ def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any, run_name
             runner.drive(run, request)
     except RunFailed as exc:  # nothing fitted: still a figure (winner null), compared with the baselines
         failure = exc.what
-    phase_runs = store.latest_phase_runs(run.id)
-    recipe = phase_runs["plan"].outputs["recipe"]
-    outputs = phase_runs["autotune"].outputs if failure is None else \
-        _failed_outputs(root / "workspace" / run_name, recipe, request.headroom)
+    phase_runs = store.latest_phase_runs(saved_id(run))
+    plan, probe = phase_runs["plan"], phase_runs["probe"]
+    recipe = PlanOutputs.from_stored(plan.outputs, plan.outputs_version).recipe
+    if failure is None:  # the sweep as stored, read through its versioned model
+        row = phase_runs["autotune"]
+        outputs = AutotuneOutputs.from_stored(row.outputs, row.outputs_version).to_stored()
+    else:
+        outputs = _failed_outputs(root / "workspace" / run_name, recipe, request.headroom)
     seconds = 0.0
     for log in [t["log"] for t in outputs["trials"] if t.get("log") and not t.get("from_prior")]:
         cost = Path(log).parent / "outputs" / "simulated_cost.json"
         if cost.is_file():
             seconds += float(json.loads(cost.read_text(encoding="utf-8"))["gpu_seconds"])
-    effective, headroom = outputs["effective_batch"], outputs["headroom"]
-    multi = any(len(s["buckets"]) > 1 for s in recipe["stages"])
-    space = search_space(phase_runs["probe"].outputs["tier"]["base"], effective, multi, outputs["baseline"])
-    training_steps = int(recipe["steps"]) * len(recipe["stages"])
-    anchors = end_to_end_anchors(surface, space, headroom, effective, training_steps=training_steps,
+    # The anchors search the space the sweep searched: one process's batch x accumulation kept fixed.
+    per_gpu, headroom = outputs["per_gpu_batch"], outputs["headroom"]
+    multi = any(len(s.buckets) > 1 for s in recipe.stages)
+    base = ProbeOutputs.from_stored(probe.outputs, probe.outputs_version).tier.base
+    space = search_space(base, per_gpu, multi, outputs["baseline"])
+    training_steps = recipe.steps * len(recipe.stages)
+    anchors = end_to_end_anchors(surface, space, headroom, per_gpu, training_steps=training_steps,
                                  trial_steps=SIMULATED_TRIAL_STEPS, multi_bucket=multi)
     skill, exhaustive = anchors["greedy"], anchors["exhaustive"]
-    greedy = skill_greedy(surface, outputs["baseline"], effective, headroom, multi_bucket=multi)
+    greedy = skill_greedy(surface, outputs["baseline"], per_gpu, headroom, multi_bucket=multi)
     objective = outputs["objective"]
     ran = [t for t in outputs["trials"] if not t.get("from_prior")]
     end_to_end = seconds + training_steps * objective if objective is not None else None
@@ -142,18 +154,18 @@ def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any, run_name
 SIMULATED_TRIAL_STEPS = 41  # what a simulated trial runs (steps.autotune.trial_settings)
 
 
-def _failed_outputs(run_root: Path, recipe: dict[str, Any], headroom: float) -> dict[str, Any]:
+def _failed_outputs(run_root: Path, recipe: Recipe, headroom: float) -> dict[str, Any]:
     """What a sweep that found no fitting config leaves: its trials (from their logs) and the plan's knobs."""
     trials = []
     for log in sorted((run_root / "overfit").glob("trial-*/train.log")):
         text = log.read_text(encoding="utf-8", errors="replace")
         trials.append({"log": str(log), "outcome": "oom" if "OutOfMemoryError" in text else "failed"})
-    knobs = dict(recipe["knobs"])
-    effective = int(knobs["batch_size"]) * int(knobs.get("gradient_accumulation_steps") or 1)
+    knobs = dict(recipe.knobs)
+    per_gpu = int(knobs["batch_size"]) * int(knobs.get("gradient_accumulation_steps") or 1)
     baseline = {k: knobs[k] for k in ("quantization", "optimizer_type", "batch_size",
                                       "enable_gradient_checkpointing", "gradient_accumulation_steps") if k in knobs}
     return {"trials": trials, "pruned": [], "winner": None, "objective": None, "study": None,
-            "effective_batch": effective, "headroom": headroom, "baseline": baseline}
+            "per_gpu_batch": per_gpu, "headroom": headroom, "baseline": baseline}
 
 
 def _phases_through_autotune() -> tuple[Any, ...]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ltx_pipeline.cli.console import out
+from ltx_pipeline.env_names import LTX2_ROOT_ENV
 from ltx_pipeline.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ TrainerPythonOpt = Annotated[Path | None, typer.Option("--trainer-python", help=
 def ltx_backend(trainer_root: Path | None, trainer_python: Path | None = None) -> LtxBackend:
     from ltx_pipeline.backends.ltx import LtxBackend
 
-    root = trainer_root or (Path(os.environ["LTX2_ROOT"]) if os.environ.get("LTX2_ROOT") else None)
+    root = trainer_root or (Path(os.environ[LTX2_ROOT_ENV]) if os.environ.get(LTX2_ROOT_ENV) else None)
     return LtxBackend(root, python=trainer_python)
 
 
@@ -86,11 +87,11 @@ def command(config: Annotated[Path, typer.Argument(help="A trainer config YAML."
     """Print the launch command for a trainer config (argv and a copy-pasteable line); never run it."""
     import yaml
 
-    from ltx_pipeline.backends.base import DISTRIBUTED_MODES
+    from ltx_pipeline.backends.base import DISTRIBUTED_MODES, is_distributed
     from ltx_pipeline.ltx.trainer_config import load_trainer_config_file
     from ltx_pipeline.yaml_io import load_yaml
 
-    if distributed not in DISTRIBUTED_MODES:
+    if not is_distributed(distributed):
         raise BadInput(f"Unknown distributed mode {distributed!r}", where="--distributed",
                        fix="choose " + ", ".join(DISTRIBUTED_MODES))
     if not config.is_file():

@@ -17,6 +17,8 @@ from typing import Annotated
 
 import typer
 
+from ltx_pipeline.env_names import REFERENCE_LOG_EVERY_ENV
+
 __all__ = ["DEMO_GPUS", "DEMO_LEARNING_RATE", "DEMO_MEMORY_SCALE", "demo", "learning_lines"]
 
 DEMO_GPUS = {
@@ -90,15 +92,17 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
     from ltx_pipeline.cli.console import out
     from ltx_pipeline.cli.driving import drive_run, open_workspace, prepare_run
     from ltx_pipeline.cli.render import render_status
-    from ltx_pipeline.engine.status import status_report
     from ltx_pipeline.errors import BadRequest
+    from ltx_pipeline.ltx.checkpoint_files import weights_files
+    from ltx_pipeline.probing.nvidia_smi import gpu_now
+    from ltx_pipeline.status.report import status_report
     from ltx_pipeline.steps.follow import log_summary
 
     if gpu not in DEMO_GPUS:
         raise BadRequest(f"Unknown demo GPU {gpu!r}", where="--gpu", fix="choose " + ", ".join(DEMO_GPUS))
     # The toy's `Step N/M` lines every 2 steps (the trainer's default is 20): the demo's 60-step loss curve
     # then has 30 points. Inherited by the detached trainer; a value the user set wins.
-    os.environ.setdefault("LTX_REFERENCE_LOG_EVERY", "2")
+    os.environ.setdefault(REFERENCE_LOG_EVERY_ENV, "2")
     ws, store = open_workspace(workspace)
     name = f"demo-{gpu}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     dataset = write_demo_dataset(ws.root / "demo-data" / name, captions=not from_folder)
@@ -113,7 +117,7 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
                "reference_memory_scale": DEMO_MEMORY_SCALE,
                "processes": processes if processes > 1 else None}
     run, request = prepare_run(ws, store, name, {k: v for k, v in options.items() if v is not None})
-    code = drive_run(ws, store, run, request, approve=True, options={})
+    code = drive_run(ws, store, run, request, approve=True)
     paths = ws.run(name)
     produced = [paths.plan_file, *([paths.dataset / "dataset.json", paths.dataset / "holdout.jsonl"] if from_folder
                                    else []), paths.config_file, paths.root / "autotune.md", paths.root / "autotune.png",
@@ -127,5 +131,6 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
     for path in produced:
         if path.exists():
             out.print(f"  {path}", markup=False)
-    render_status(out, status_report(store, ws, name, log_summary=log_summary))
+    render_status(out, status_report(store, ws, name, log_summary=log_summary, weights_files=weights_files,
+                                     gpus=gpu_now))
     return code

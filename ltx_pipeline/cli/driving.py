@@ -6,18 +6,19 @@ these; outcomes become exit codes here (approval gate, detached, finished) and e
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.backends import make_backend
 from ltx_pipeline.cli.console import err, out
-from ltx_pipeline.cli.progress import CountProgressBar
+from ltx_pipeline.cli.progress import CountProgressBar, TerminalReporter
 from ltx_pipeline.cli.render import print_event
 from ltx_pipeline.cli.training import TrainingProgressBar
 from ltx_pipeline.engine import Outcome, Runner, approve_plan
+from ltx_pipeline.engine.options import RunOptions
 from ltx_pipeline.errors import EXIT_APPROVAL_GATE, EXIT_OK, BadRequest
 from ltx_pipeline.ltx.recipe import WEIGHTS_FIELDS, continue_points, refuse_fewer
+from ltx_pipeline.outputs.train import TrainedStage, TrainOutputs
 from ltx_pipeline.probing.gpus import check_gpu_probe
 from ltx_pipeline.request import (
     RunRequest,
@@ -31,37 +32,7 @@ from ltx_pipeline.store import Run, Store, saved_id
 from ltx_pipeline.workspace import Workspace, validate_run_name
 
 __all__ = ["drive_run", "existing_path", "gate_name", "latest_run_name", "open_workspace", "prepare_run",
-           "request_options", "with_request_file"]
-
-
-def request_options(dataset: Path | None, mode: str | None, training_mode: str | None, strategy: str | None,
-                     buckets: str | None, rank: int | None, steps: int | None, learning_rate: float | None,
-                     effective_batch: int | None, trigger: str | None, trainer_root: Path | None,
-                     model_path: str | None, text_encoder_path: str | None, backend: str | None,
-                     assume_gpu: str | None, nvidia_smi: str | None, accept_risk: bool | None,
-                     surface: Path | None = None, fresh_preprocess: bool | None = None,
-                     headroom: float | None = None, processes: int | None = None,
-                     checkpoint_interval: int | None = None, validation_interval: int | None = None) -> dict[str, Any]:
-    """The request fields the user actually gave (None means "not given")."""
-    given = dict(mode=mode, training_mode=training_mode, strategy=strategy, buckets=buckets, rank=rank,
-                 steps=steps, learning_rate=learning_rate, effective_batch=effective_batch, trigger=trigger,
-                 model_path=model_path, text_encoder_path=text_encoder_path, backend=backend,
-                 assume_gpu=assume_gpu, nvidia_smi=nvidia_smi, accept_risk=accept_risk,
-                 fresh_preprocess=fresh_preprocess, headroom=headroom, processes=processes,
-                 checkpoint_interval=checkpoint_interval, validation_interval=validation_interval)
-    if dataset is not None:
-        given["dataset"] = str(_existing(dataset, "--dataset"))
-    for key in ("model_path", "text_encoder_path", "nvidia_smi"):
-        value = given.get(key)
-        # Local paths are stored absolute so run.yaml means the same from any directory; URLs and
-        # bare command names (nvidia-smi on PATH) are kept as given for the request to judge.
-        if value and "://" not in value and (os.sep in value or key != "nvidia_smi"):
-            given[key] = str(Path(value).expanduser().resolve())
-    if trainer_root is not None:
-        given["trainer_root"] = str(trainer_root.expanduser().resolve())
-    if surface is not None:
-        given["surface"] = str(_existing(surface, "--surface"))
-    return {k: v for k, v in given.items() if v is not None}
+           "with_request_file"]
 
 
 def with_request_file(request_file: Path | None, options: dict[str, Any]) -> dict[str, Any]:
@@ -83,10 +54,9 @@ def _existing(path: Path, option: str) -> Path:
     return resolved
 
 
-def open_workspace(workspace: Path | None, create: bool = True) -> tuple[Workspace, Store | None]:
+def open_workspace(workspace: Path | None) -> tuple[Workspace, Store]:
+    """The workspace (created if missing) and its store, upgraded to the newest schema."""
     ws = Workspace.at(workspace)
-    if not create and not ws.has_store():
-        return ws, None
     ws.create()
     return ws, Store.open(ws.store)
 
@@ -111,10 +81,11 @@ def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict
             check_gpu_probe(request.backend, request.assume_gpu, request.nvidia_smi)
         name = run_name or default_run_name(request)
         paths = ws.run(name)
-        if store.get_run(name) is None:
+        found = store.get_run(name)
+        if found is None:
             save_request(paths.request_file, request, ws.root)
             return store.create_run(name, request.model_dump(mode="json")), request
-        existing = store.get_run(name)
+        existing = found
     paths = ws.run(existing.name)
     request = load_request(paths.request_file)
     trained = _trained(store, existing, {**request.model_dump(mode="json"), **options})
@@ -140,10 +111,9 @@ def _trained(store: Store, run: Run, asked: dict[str, Any]) -> int | None:
     # A field the run was last driven without (added since) had its default then.
     if any(before.get(key, _default(key)) != asked.get(key, _default(key)) for key in WEIGHTS_FIELDS):
         return None
-    last = ((train.outputs or {}).get("stages") or [{}])[-1]
-    if last.get("final_step") is None or last.get("pending"):
-        return None
-    return int(last.get("start_step") or 0) + int(last["final_step"])
+    stages = TrainOutputs.from_stored(train.outputs, train.outputs_version).stages
+    last = stages[-1] if stages else None
+    return last.run_final_step if isinstance(last, TrainedStage) else None
 
 
 def _default(field: str) -> Any:
@@ -161,20 +131,20 @@ def _continued(run: Run, request: RunRequest, trained: int | None, where: str) -
 
 
 def drive_run(ws: Workspace, store: Store, run: Run, request: RunRequest, approve: bool,
-           options: dict[str, Any] | None = None) -> int:
+              options: RunOptions | None = None) -> int:
     from phases import PHASES  # the registry is handed to the engine here, not imported by it
 
     def on_event(message: str, level: str, phase: str | None) -> None:
         print_event(out if level in ("info", "result") else err, message, level, phase)
 
-    store.update_request(run.id, request.model_dump(mode="json"))
+    store.update_request(saved_id(run), request.model_dump(mode="json"))
     backend = make_backend(request.backend, trainer_root=request.trainer_root,
                            trainer_python=request.trainer_python, surface=request.surface,
                            assume_gpu=request.assume_gpu, memory_scale=request.reference_memory_scale,
                            nvidia_smi=request.nvidia_smi)
     bar, counts = TrainingProgressBar(out), CountProgressBar()
-    runner = Runner(store, ws, PHASES, backend=backend, on_event=on_event,
-                    options={**(options or {}), "on_progress": bar, "on_count": counts})
+    runner = Runner(store, ws, PHASES, backend=backend, on_event=on_event, options=options or RunOptions(),
+                    reporter=TerminalReporter(bar, counts))
     try:
         report = runner.drive(run, request)
         approved: set[str] = set()

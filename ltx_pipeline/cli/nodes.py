@@ -3,17 +3,23 @@
 The engine launches rank 0 on its own machine; every other node (or, under SLURM, every node through
 ``srun``) runs this command, which starts that node's trainer in the foreground and exits with its
 exit code. ``--prepare`` (on the batch node, before the nodes start) resumes from the newest
-checkpoint instead. What it does lives in ``steps.nodes``, imported when the command runs.
+checkpoint instead. What it does lives in ``steps.nodes``, imported when the command runs; this command
+opens the store and hands it the run's phase rows and journal (steps never open the store).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ltx_pipeline.cli.options import RunOpt, WorkspaceOpt
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ltx_pipeline.steps.nodes import NodeRun
 
 __all__ = ["node_launch"]
 
@@ -39,13 +45,13 @@ def node_launch(
     """Start this node's trainer of a validated multi-node run, in the foreground (exit code: the trainer's)."""
     from ltx_pipeline.cli.console import out
     from ltx_pipeline.errors import EXIT_OK, BadInput
-    from ltx_pipeline.steps.nodes import RANK_ENV, node_log, open_node_run, run_foreground
+    from ltx_pipeline.steps.nodes import RANK_ENV, node_log, run_foreground
 
     if not run_name:
         raise BadInput("node-launch needs the run", where="--run", fix="pass --run NAME (the same on every node)")
     if main_port is not None and not 0 < main_port < 65536:
         raise BadInput(f"Port {main_port} is not a TCP port", where="--main-port", fix="give a port from 1 to 65535")
-    node = open_node_run(workspace, run_name)
+    node = _open_node_run(workspace, run_name)
     index = node.stage_index(stage)
     if prepare:
         for line in node.prepare(index):
@@ -55,11 +61,35 @@ def node_launch(
     spec = node.launch(index, rank, main_ip, main_port)  # refuses a rank outside the launch
     validated = node.validated(index)
     node.refuse_other_config(index, rank, validated)
-    log = None if stdout_only else node_log(node.logs, index, len(node.validate["stages"]), rank)
+    log = None if stdout_only else node_log(node.logs, index, len(node.validate.stages), rank)
     out.print(f"Node {rank} of {node.nodes}, stage {index} of run {run_name}: log {log or 'stdout'}", markup=False,
               highlight=False)
     out.print(spec.printable, markup=False, highlight=False)
     return run_foreground(spec, log, validated, header=f"rank {rank}, stage {index}: ")
+
+
+def _open_node_run(workspace: Path | None, name: str) -> NodeRun:
+    """The run as this node sees it: its phase rows and train journal from the store, opened here.
+
+    Raises:
+        BadInput: no workspace database, no such run, or (``open_node_run``) a run not validated for these nodes.
+    """
+    from ltx_pipeline.engine.journal import RunJournal
+    from ltx_pipeline.errors import BadInput
+    from ltx_pipeline.steps.nodes import open_node_run
+    from ltx_pipeline.store import Store, saved_id
+    from ltx_pipeline.workspace import Workspace
+
+    ws = Workspace.at(workspace)
+    if not ws.has_store():
+        raise BadInput(f"No workspace database in {ws.root}", where="--workspace",
+                       fix="pass the run's workspace (the same path on every node)")
+    store = Store.open(ws.store)
+    run = store.get_run(name)
+    if run is None:
+        raise BadInput(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
+    run_id = saved_id(run)
+    return open_node_run(ws, name, store.latest_phase_runs(run_id), RunJournal(store, run_id, "train"))
 
 
 def _rank_from_env(name: str) -> int:

@@ -1,17 +1,21 @@
-"""A rich progress bar for counted work inside a phase (reading clips): ``bar(label, done, total)``.
+"""The terminal's ``Reporter``: a rich progress bar for counted work inside a phase (reading clips)
+and the training bar, both fed through ``ctx.reporter``.
 
-Phases report counts through ``ctx.options["on_count"]``; narration stays the record (start and
-end are events), the bar is only what the user watches meanwhile. It draws on stderr, so stdout
-keeps only results, and it renders nothing when stderr is not a terminal.
+Narration stays the record (start and end are events); the bars are only what the user watches
+meanwhile. The count bar draws on stderr, so stdout keeps only results, and it renders nothing
+when stderr is not a terminal.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from ltx_pipeline.cli.console import err
+from ltx_pipeline.engine.reporting import Snapshot
 
-__all__ = ["CountProgressBar"]
+__all__ = ["CountProgressBar", "TerminalReporter"]
 
 
 class CountProgressBar:
@@ -39,3 +43,19 @@ class CountProgressBar:
         if self.started:
             self.progress.stop()
             self.started = False
+
+
+class TerminalReporter:
+    """The reporter of a drive run from the CLI: counts to ``counts``, training snapshots to ``training``."""
+
+    shows_progress = True
+
+    def __init__(self, training: Callable[[Snapshot], None], counts: CountProgressBar) -> None:
+        self.training = training
+        self.counts = counts
+
+    def on_count(self, label: str, done: int, total: int) -> None:
+        self.counts(label, done, total)
+
+    def on_progress(self, snapshot: Snapshot) -> None:
+        self.training(snapshot)

@@ -34,7 +34,7 @@ def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
     """Stop the run's training: SIGINT to its process group, then SIGTERM, then SIGKILL (a SLURM job: scancel)."""
     from ltx_pipeline.engine.journal import RunJournal
     from ltx_pipeline.steps.follow import request_stop
-    from ltx_pipeline.store import Store
+    from ltx_pipeline.store import Store, saved_id
     from ltx_pipeline.workspace import Workspace
 
     ws = Workspace.at(workspace)
@@ -45,7 +45,7 @@ def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
     run = store.get_run(run_name) if run_name else max(runs, key=lambda r: r.updated_at, default=None)
     if run is None:
         raise BadRequest(f"No run named {run_name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
-    journal = RunJournal(store, run.id, "train")
+    journal = RunJournal(store, saved_id(run), "train")
     handle = journal.live("train")
     if handle is None and (render := journal.live("evaluate")) is not None:
         journal.stop(render, interrupt_timeout=interrupt_timeout, terminate_timeout=terminate_timeout)

@@ -96,36 +96,24 @@ def run(
     detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
 ) -> int:
     """Create (or update) a run and drive it: probe, plan, then stop for approval."""
-    from ltx_pipeline.cli.driving import (
-        drive_run,
-        existing_path,
-        open_workspace,
-        prepare_run,
-        request_options,
-        with_request_file,
-    )
+    from ltx_pipeline.cli.driving import drive_run, open_workspace, prepare_run, with_request_file
+    from ltx_pipeline.cli.request_options import RequestOptions
+    from ltx_pipeline.engine.options import RunOptions
 
-    options = request_options(dataset, mode, training_mode, strategy, buckets, rank, steps, learning_rate,
-                               effective_batch, trigger, trainer_root, model_path, text_encoder_path, backend,
-                               assume_gpu, nvidia_smi, accept_risk, surface, fresh_preprocess, headroom, processes,
-                               checkpoint_interval, validation_interval)
-    options.update({k: v for k, v in {"captioner": captioner, "vllm_url": vllm_url, "holdout": holdout,
-                                      "nodes": nodes,
-                                      "main_ip": main_ip, "main_port": main_port,
-                                      "autotune": autotune, "audio": audio}.items() if v is not None})
     _deprecated_scene_options(split_over, min_scene)
-    if trainer_python is not None:
-        options["trainer_python"] = str(trainer_python.expanduser().absolute())
-    if holdout_file is not None:
-        options["holdout_file"] = str(existing_path(holdout_file, "--holdout-file"))
-    options.update(_eval_options(eval_prompt, skip_eval))
-    if slurm is not None:
-        options["slurm"] = slurm
-    if slurm_arg:
-        options["slurm_args"] = list(slurm_arg)
+    given = RequestOptions(
+        dataset=dataset, mode=mode, training_mode=training_mode, strategy=strategy, buckets=buckets, rank=rank,
+        steps=steps, learning_rate=learning_rate, effective_batch=effective_batch, trigger=trigger,
+        trainer_root=trainer_root, trainer_python=trainer_python, model_path=model_path,
+        text_encoder_path=text_encoder_path, backend=backend, surface=surface, assume_gpu=assume_gpu,
+        nvidia_smi=nvidia_smi, accept_risk=accept_risk, fresh_preprocess=fresh_preprocess, headroom=headroom,
+        autotune=autotune, audio=audio, processes=processes, nodes=nodes, main_ip=main_ip, main_port=main_port,
+        checkpoint_interval=checkpoint_interval, validation_interval=validation_interval, captioner=captioner,
+        vllm_url=vllm_url, holdout=holdout, holdout_file=holdout_file, eval_prompts=eval_prompt,
+        skip_eval=skip_eval, slurm=slurm, slurm_args=slurm_arg).given()
     ws, store = open_workspace(workspace)
-    run_row, request = prepare_run(ws, store, run_name, with_request_file(request_file, options))
-    return drive_run(ws, store, run_row, request, approve, {"detach": detach})
+    run_row, request = prepare_run(ws, store, run_name, with_request_file(request_file, given))
+    return drive_run(ws, store, run_row, request, approve, RunOptions(detach=detach))
 
 
 def _deprecated_scene_options(split_over: float | None, min_scene: float | None) -> None:
@@ -151,11 +139,11 @@ def init(
 ) -> int:
     """Create a run and its run.yaml without running anything; edit run.yaml, then `resume`."""
     from ltx_pipeline.cli.console import out
-    from ltx_pipeline.cli.driving import open_workspace, prepare_run, request_options, with_request_file
+    from ltx_pipeline.cli.driving import open_workspace, prepare_run, with_request_file
+    from ltx_pipeline.cli.request_options import RequestOptions
     from ltx_pipeline.errors import EXIT_OK, BadRequest
 
-    options = request_options(dataset, mode, None, strategy, buckets, None, None, None, None, None, None,
-                               None, None, None, None, None, None)
+    options = RequestOptions(dataset=dataset, mode=mode, strategy=strategy, buckets=buckets).given()
     ws, store = open_workspace(workspace)
     if run_name and store.get_run(run_name):
         raise BadRequest(f"Run {run_name} already exists", where="--run", fix="choose another name or use `resume`")
@@ -170,7 +158,7 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
            detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
            apply_fix: Annotated[bool, typer.Option("--apply-fix", help="Apply the fix proposed for the last "
                                                    "failure (shown by status) before retrying.")] = False,
-                      restart_training: Annotated[bool, typer.Option(
+           restart_training: Annotated[bool, typer.Option(
                "--restart-training", help="Train the unfinished stage again from step 0 into a fresh output "
                "folder; its old output folder (checkpoints, samples) is kept beside it.")] = False,
            eval_prompt: Annotated[list[str] | None, typer.Option(
@@ -181,6 +169,7 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
            ) -> int:
     """Continue a run where it stopped, re-running only what changed (run.yaml is re-read)."""
     from ltx_pipeline.cli.driving import drive_run, latest_run_name, open_workspace, prepare_run
+    from ltx_pipeline.engine.options import RunOptions
     from ltx_pipeline.errors import BadRequest
 
     ws, store = open_workspace(workspace)
@@ -190,8 +179,8 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
     updates: dict[str, object] = {"accept_risk": True} if accept_risk else {}
     updates.update(_eval_options(eval_prompt, skip_eval))
     run_row, request = prepare_run(ws, store, name, updates)
-    return drive_run(ws, store, run_row, request, approve, {"detach": detach, "apply_fix": apply_fix,
-                                                            "restart_training": restart_training})
+    return drive_run(ws, store, run_row, request, approve,
+                     RunOptions(detach=detach, apply_fix=apply_fix, restart_training=restart_training))
 
 
 def approve(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> int:
@@ -200,6 +189,7 @@ def approve(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> int:
     from ltx_pipeline.cli.driving import gate_name, latest_run_name, open_workspace
     from ltx_pipeline.engine import approve_plan
     from ltx_pipeline.errors import EXIT_OK, BadRequest
+    from ltx_pipeline.store import saved_id
 
     ws, store = open_workspace(workspace)
     name = run_name or latest_run_name(store)
@@ -207,8 +197,8 @@ def approve(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> int:
     if run_row is None:
         raise BadRequest(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
     subject, new = approve_plan(store, run_row, approved_by="approve command")
-    phase = next((r.phase for r in store.latest_phase_runs(run_row.id).values() if r.approval_subject == subject),
-                 None)
+    rows = store.latest_phase_runs(saved_id(run_row)).values()
+    phase = next((r.phase for r in rows if r.approval_subject == subject), None)
     verb = "Approved" if new else "Already approved:"
     out.print(f"{verb} {gate_name(phase).lower()} {subject[:19]}… of run {name}. Next: ltx-pipeline resume "
               f"--workspace {ws.root} --run {name}", markup=False)
@@ -220,8 +210,8 @@ def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
     """Show every run and phase, the approval state and the next command (read-only, no lock)."""
     from ltx_pipeline.cli.console import out
     from ltx_pipeline.cli.render import print_json, render_status
-    from ltx_pipeline.engine.status import status_report
     from ltx_pipeline.errors import EXIT_OK, BadRequest
+    from ltx_pipeline.status.report import status_report
     from ltx_pipeline.store.reader import StoreReader
     from ltx_pipeline.workspace import Workspace
 
@@ -230,7 +220,8 @@ def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
     # the full store, which upgrades it (what status always did).
     target = ws.store
     store = (StoreReader.open(target) if isinstance(target, Path) else None) or _full_store(ws)
-    report = status_report(store, ws, run_name, log_summary=_log_summary)
+    report = status_report(store, ws, run_name, log_summary=_log_summary, weights_files=_weights_files,
+                           gpus=_gpus_now)
     if run_name and not report["runs"]:
         raise BadRequest(f"No run named {run_name!r} in {ws.root}", where="--run", fix="omit --run to list all")
     print_json(out, report) if as_json else render_status(out, report)
@@ -242,6 +233,20 @@ def _log_summary(log: Path) -> dict[str, Any]:
     from ltx_pipeline.steps.follow import log_summary
 
     return log_summary(log)
+
+
+def _weights_files(checkpoints: Path) -> list[tuple[int, str]]:
+    """The trainer's weights files in a checkpoints folder, with their steps (the trainer's naming, in ``ltx/``)."""
+    from ltx_pipeline.ltx.checkpoint_files import weights_files
+
+    return weights_files(checkpoints)
+
+
+def _gpus_now(nvidia_smi: str | None) -> list[dict[str, Any]]:
+    """Each GPU's use right now, through the nvidia-smi the probe resolves; loaded only for a running trainer."""
+    from ltx_pipeline.probing.nvidia_smi import gpu_now
+
+    return gpu_now(nvidia_smi)
 
 
 def _full_store(ws: Workspace) -> Store | None:

@@ -66,11 +66,19 @@ class ConfigChangedSinceValidation(RuntimeError):
 
 
 class Launchable(Protocol):
-    """A backend launch spec (``backends.base.LaunchSpec``): argv, cwd, env overrides, printable."""
+    """A backend launch spec (``backends.base.LaunchSpec``, frozen): argv, cwd, env overrides, printable.
 
-    argv: tuple[str, ...]
-    cwd: Path
-    env: dict[str, str]
+    Read-only members: the journal only reads a spec, and a frozen dataclass satisfies them.
+    """
+
+    @property
+    def argv(self) -> tuple[str, ...]: ...
+
+    @property
+    def cwd(self) -> Path: ...
+
+    @property
+    def env(self) -> dict[str, str]: ...
 
     @property
     def printable(self) -> str: ...
@@ -103,6 +111,7 @@ class ProcessHandle:
     status: str
     printable: str
     heartbeat_at: Any = None
+    config_sha256: str | None = None  # a trainer launch's config digest as validated (``ValidatedConfig``)
 
     @property
     def exit_file(self) -> Path:
@@ -152,7 +161,7 @@ class ProcessHandle:
     @classmethod
     def of(cls, row: Process) -> ProcessHandle:
         return cls(saved_id(row), row.kind, row.stage, row.pid, row.create_time, row.host, Path(row.log_path),
-                   row.log_offset, row.status, row.printable, row.heartbeat_at)
+                   row.log_offset, row.status, row.printable, row.heartbeat_at, row.config_sha256)
 
 
 class RunJournal:

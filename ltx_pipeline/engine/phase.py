@@ -8,7 +8,9 @@ they read the request and upstream outputs from the context and return JSON-able
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from ltx_pipeline.engine.outputs import PhaseOutputs
 
 if TYPE_CHECKING:
     from ltx_pipeline.engine.context import RunContext
@@ -16,8 +18,11 @@ if TYPE_CHECKING:
 __all__ = ["Phase", "PhaseResult"]
 
 
+OutputsT = TypeVar("OutputsT", bound=PhaseOutputs)
+
+
 @dataclass(frozen=True)
-class PhaseResult:
+class PhaseResult(Generic[OutputsT]):
     """What a phase produced.
 
     Attributes:
@@ -29,27 +34,28 @@ class PhaseResult:
             training): the drive stops here, and the next ``resume`` re-enters the phase to re-attach.
     """
 
-    outputs: dict[str, Any]
+    outputs: OutputsT
     approval_subject: str | None = None
     approval_blockers: list[str] = field(default_factory=list)
     pending: bool = False
 
 
 @runtime_checkable
-class Phase(Protocol):
-    """One step of the workflow."""
+class Phase(Protocol[OutputsT]):
+    """One step of the workflow, producing one typed outputs model (``outputs_type``)."""
 
     name: str
     heavy: bool
+    outputs_type: type[OutputsT]  # what ``run`` returns and later phases read with ``ctx.output(...)``
 
-    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+    def fingerprint(self, ctx: RunContext[Any, Any]) -> dict[str, Any]:
         """The parts of the real inputs this phase reads (request slices, file digests)."""
         ...
 
-    def run(self, ctx: RunContext) -> PhaseResult:
+    def run(self, ctx: RunContext[Any, Any]) -> PhaseResult[OutputsT]:
         """Do the work; idempotent, since an interrupted attempt is re-run from scratch."""
         ...
 
-    def summary(self, outputs: dict[str, Any]) -> str:
+    def summary(self, outputs: OutputsT) -> str:
         """One line on what came out."""
         ...

@@ -23,6 +23,8 @@ from typing import Any
 
 import psutil
 
+from ltx_pipeline.env_names import HEARTBEAT_ENV, HOST_ID_ENV
+
 __all__ = ["Launched", "exit_record", "heartbeat_grace_s", "heartbeat_interval_s", "is_alive", "launch_detached",
            "pause_unless_exit", "stop_group", "wait_exit"]
 
@@ -39,7 +41,6 @@ class Launched:
 
 
 #: A supervisor on a shared store says it is alive this often; a heartbeat older than the timeout is lost.
-HEARTBEAT_ENV = "LTX_PIPELINE_HEARTBEAT_S"
 HEARTBEAT_TIMEOUT_S = 60.0
 DEFAULT_HEARTBEAT_S = 10.0
 
@@ -61,7 +62,7 @@ def heartbeat_grace_s() -> float:
 
 def host_id() -> str:
     """This host's name as processes and locks record it (``LTX_PIPELINE_HOST_ID`` overrides the hostname)."""
-    return os.environ.get("LTX_PIPELINE_HOST_ID") or socket.gethostname()
+    return os.environ.get(HOST_ID_ENV) or socket.gethostname()
 
 
 def heartbeat_fresh(heartbeat_at: Any, now: float | None = None) -> bool:

@@ -22,7 +22,10 @@ from ltx_pipeline.engine.gates import current_gate
 from ltx_pipeline.engine.journal import RunJournal
 from ltx_pipeline.engine.lock import DriverLock
 from ltx_pipeline.engine.machine import RunLifecycle
+from ltx_pipeline.engine.options import RunOptions
+from ltx_pipeline.engine.outputs import StoredOutputs
 from ltx_pipeline.engine.phase import Phase, PhaseResult
+from ltx_pipeline.engine.reporting import Reporter, SilentReporter
 from ltx_pipeline.errors import ApprovalRefused, GateStopped, LtxPipelineError, PhaseFailed
 from ltx_pipeline.store import PhaseRun, Run, Store, saved_id
 from ltx_pipeline.workspace import Workspace
@@ -54,14 +57,16 @@ class DriveReport:
 class Runner:
     """Drives one run through ``phases`` against ``store``."""
 
-    def __init__(self, store: Store, workspace: Workspace, phases: Sequence[Phase], *, backend: Any = None,
-                 on_event: EventSink | None = None, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, store: Store, workspace: Workspace, phases: Sequence[Phase[Any]], *, backend: Any = None,
+                 on_event: EventSink | None = None, options: RunOptions | None = None,
+                 reporter: Reporter | None = None) -> None:
         self.store = store
         self.workspace = workspace
         self.phases = tuple(phases)
         self.backend = backend
         self.on_event = on_event
-        self.options = dict(options or {})
+        self.options = options or RunOptions()
+        self.reporter: Reporter = reporter or SilentReporter()
 
     def drive(self, run: Run, request: Any) -> DriveReport:
         """Run every phase that needs to run, under the run's driver lock.
@@ -84,11 +89,12 @@ class Runner:
         lifecycle = RunLifecycle([p.name for p in self.phases], run.state)
         latest = self.store.latest_phase_runs(run_id)
         report = DriveReport(Outcome.FINISHED, run.name)
-        upstream: dict[str, dict[str, Any]] = {}
+        upstream: dict[str, StoredOutputs] = {}
         reran: str | None = None
         subject: str | None = None
         frozen = self._frozen_phases(run_id, latest)
         for phase in self.phases:
+            lifecycle.reach(phase.name)  # run or skipped, every phase is passed in order
             ctx = self._context(run, request, upstream, phase.name, approved=subject is not None)
             previous = latest.get(phase.name)
             parts, fingerprint_error = self._fingerprint(phase, ctx)
@@ -103,10 +109,10 @@ class Runner:
                 reason = None
             if reason is None:
                 assert previous is not None
-                upstream[phase.name] = previous.outputs
+                upstream[phase.name] = StoredOutputs(previous.outputs, previous.outputs_version)
                 report.skipped.append(phase.name)
                 self._emit(run, f"{phase.name} unchanged, skipping ({previous.summary})", "info", phase.name)
-                result = PhaseResult(previous.outputs, previous.approval_subject, previous.approval_blockers)
+                approval_subject, approval_blockers = previous.approval_subject, previous.approval_blockers
             else:
                 if phase.heavy and subject is None:
                     raise PhaseFailed(phase.name, 0, "a heavy phase is registered before any approval point")
@@ -115,24 +121,25 @@ class Runner:
                 row = self.store.begin_phase(run_id, phase.name, reason=reason, fingerprint=fingerprint,
                                              parts=parts, run_state=lifecycle.state)
                 self._emit(run, f"{phase.name} runs: {reason}", "info", phase.name)
-                result = self._run_phase(run, phase, ctx, row, lifecycle, fingerprint_error)
-                upstream[phase.name] = result.outputs
+                result, stored = self._run_phase(run, phase, ctx, row, lifecycle, fingerprint_error)
+                upstream[phase.name] = stored
                 report.ran.append(phase.name)
                 reran = phase.name
                 if result.pending:
                     report.outcome = Outcome.DETACHED
                     return report
-            if result.approval_subject:
-                subject = result.approval_subject
+                approval_subject, approval_blockers = result.approval_subject, result.approval_blockers
+            if approval_subject:
+                subject = approval_subject
                 report.approval_subject = subject
-                report.approval_blockers = list(result.approval_blockers)
+                report.approval_blockers = list(approval_blockers)
                 report.approval_phase = phase.name
                 if self.store.approval_for(run_id, subject) is None:
-                    lifecycle.await_approval()
+                    lifecycle.wait_for_approval()
                     self.store.set_state(run_id, lifecycle.state, f"waiting for approval of plan {subject}")
                     report.outcome = Outcome.AWAITING_APPROVAL
                     return report
-        lifecycle.finish()
+        lifecycle.finish_drive()
         self.store.set_state(run_id, lifecycle.state, "all phases finished")
         return report
 
@@ -150,51 +157,53 @@ class Runner:
         what = f"{owner.kind} (pid {owner.pid}) of {owner.phase}"
         return {name: what for name in order[: order.index(owner.phase)] if name in latest}
 
-    def _run_phase(self, run: Run, phase: Phase, ctx: RunContext, row: PhaseRun, lifecycle: RunLifecycle,
-                   fingerprint_error: LtxPipelineError | None) -> PhaseResult:
+    def _run_phase(self, run: Run, phase: Phase[Any], ctx: RunContext[Any, Any], row: PhaseRun, lifecycle: RunLifecycle,
+                   fingerprint_error: LtxPipelineError | None) -> tuple[PhaseResult[Any], StoredOutputs]:
         row_id = saved_id(row)
         try:
             if fingerprint_error is not None:
                 raise fingerprint_error
             result = phase.run(ctx)
+            stored = _stored(phase, result)
         except GateStopped as exc:
-            lifecycle.stop_at_gate()
+            lifecycle.stop_phase_at_gate()
             self.store.finish_phase(row_id, status="gate_stopped", run_state=lifecycle.state, error=exc.line())
             raise
         except LtxPipelineError as exc:
-            lifecycle.fail()
+            lifecycle.fail_phase()
             self.store.finish_phase(row_id, status="failed", run_state=lifecycle.state, error=exc.line())
             raise
         except Exception as exc:
             log_path = self._log_traceback(run, phase.name, row.attempt)
-            lifecycle.fail()
+            lifecycle.fail_phase()
             cause = f"{type(exc).__name__}: {exc}"
             self.store.finish_phase(row_id, status="failed", run_state=lifecycle.state, error=cause)
             raise PhaseFailed(phase.name, row.attempt, cause, log_path) from exc
         summary = phase.summary(result.outputs)
         self.store.finish_phase(row_id, status="detached" if result.pending else "succeeded",
-                                run_state=lifecycle.state, outputs=result.outputs,
+                                run_state=lifecycle.state, outputs=stored.data, outputs_version=stored.version,
                                 summary=summary, approval_subject=result.approval_subject,
                                 approval_blockers=result.approval_blockers)
         if self.on_event:
             self.on_event(summary, "result", phase.name)
-        return result
+        return result, stored
 
-    def _fingerprint(self, phase: Phase, ctx: RunContext) -> tuple[dict[str, Any], LtxPipelineError | None]:
+    def _fingerprint(self, phase: Phase[Any],
+                     ctx: RunContext[Any, Any]) -> tuple[dict[str, Any], LtxPipelineError | None]:
         try:
             return phase.fingerprint(ctx), None
         except LtxPipelineError as exc:  # recorded as a failed attempt of this phase
             return {"error": exc.line()}, exc
 
-    def _context(self, run: Run, request: Any, upstream: dict[str, dict[str, Any]], phase: str,
-                 approved: bool) -> RunContext:
+    def _context(self, run: Run, request: Any, upstream: dict[str, StoredOutputs], phase: str,
+                 approved: bool) -> RunContext[Any, Any]:
         def narrate(message: str, level: str) -> None:
             self._emit(run, message, level, phase)
 
         return RunContext(run_name=run.name, workspace=self.workspace.root, paths=self.workspace.run(run.name),
                           request=request, upstream=dict(upstream), backend=self.backend, approved=approved,
                           _narrator=narrate, phase=phase, journal=RunJournal(self.store, saved_id(run), phase),
-                          options=self.options)
+                          options=self.options, reporter=self.reporter)
 
     def _emit(self, run: Run, message: str, level: str, phase: str | None) -> None:
         self.store.record_event(saved_id(run), message, phase=phase, level=level)
@@ -207,6 +216,18 @@ class Runner:
         with log.open("a", encoding="utf-8") as handle:  # append-only log, not a data file
             handle.write(f"--- {phase} attempt {attempt}\n{traceback.format_exc()}\n")
         return str(log)
+
+
+def _stored(phase: Phase[Any], result: PhaseResult[Any]) -> StoredOutputs:
+    """What the store keeps of a phase's result: exactly the outputs type the phase declares.
+
+    Raises:
+        TypeError: a phase returned outputs of another type than it declares (a programming error).
+    """
+    if type(result.outputs) is not phase.outputs_type:
+        raise TypeError(f"phase {phase.name} returned {type(result.outputs).__name__}, not its declared "
+                        f"{phase.outputs_type.__name__}")
+    return StoredOutputs.of(result.outputs)
 
 
 def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], reran: str | None) -> str | None:

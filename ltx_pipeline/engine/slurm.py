@@ -18,11 +18,12 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from ltx_pipeline.env_names import SLURM_POLL_ENV as POLL_ENV
+
 __all__ = ["ALIVE_STATES", "HOST_PREFIX", "WAITING_STATES", "JobState", "cancel_job", "job_host", "job_id_of",
            "parse_sacct", "query_job", "queue_tools"]
 
 HOST_PREFIX = "slurm:"
-POLL_ENV = "LTX_PIPELINE_SLURM_POLL_S"
 #: States of a job that has not ended: it may still (or again) run. Anything else in the queue is ending.
 ALIVE_STATES = frozenset({"PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING",
                           "COMPLETING", "RESIZING", "SUSPENDED", "SIGNALING", "STAGE_OUT", "STOPPED",

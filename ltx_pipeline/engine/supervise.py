@@ -20,6 +20,8 @@ import subprocess
 import sys
 import threading
 
+from ltx_pipeline.env_names import HEARTBEAT_ENV, HOST_ID_ENV, STORE_ENV
+
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
@@ -40,7 +42,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, forward)
     children.append(subprocess.Popen(command))  # noqa: S603 - argv list handed over by the engine
     done = threading.Event()
-    store = os.environ.get("LTX_PIPELINE_STORE", "")
+    store = os.environ.get(STORE_ENV, "")
     if store.startswith("postgresql"):
         threading.Thread(target=_heartbeat, args=(store, done), daemon=True).start()
     code = children[0].wait()
@@ -60,8 +62,8 @@ def _heartbeat(store_url: str, done: threading.Event) -> None:
     """Mark this supervisor's process row alive until the child ends; best effort (a blip is retried)."""
     import socket
 
-    interval = float(os.environ.get("LTX_PIPELINE_HEARTBEAT_S", "") or 10.0)
-    host = os.environ.get("LTX_PIPELINE_HOST_ID") or socket.gethostname()
+    interval = float(os.environ.get(HEARTBEAT_ENV, "") or 10.0)
+    host = os.environ.get(HOST_ID_ENV) or socket.gethostname()
     conninfo = store_url.replace("postgresql+psycopg://", "postgresql://", 1)
     connection = None
     while not done.is_set():

@@ -181,9 +181,13 @@ def _fixed_modalities(mode: Mode, requested: str, silent: tuple[str, ...], total
                      clips=total, blocker=blocker)
 
 
-def trained_mode(mode: Mode, audio: Mapping[str, Any] | None) -> Mode:
-    """The mode as trained: a video-only run reads and preprocesses no audio latents (its audio gate is off)."""
-    if not audio or audio.get("trains") != "video":
+def trained_mode(mode: Mode, audio: AudioPlan | Mapping[str, Any] | None) -> Mode:
+    """The mode as trained: a video-only run reads and preprocesses no audio latents (its audio gate is off).
+
+    ``audio``: the plan's choice (``PlanOutputs.audio``), or its stored dict; None for a plan made before it.
+    """
+    trains = audio.trains if isinstance(audio, AudioPlan) else (audio or {}).get("trains")
+    if trains != "video":
         return mode
     return replace(mode, precomputed_dirs=tuple(d for d in mode.precomputed_dirs if "audio" not in d),
                    generates_audio=False)

@@ -12,11 +12,16 @@ the launch has N x P processes in all and the effective batch is counted over al
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["LaunchShape", "distributed_mode", "launch_shape"]
+__all__ = ["Distributed", "LaunchShape", "distributed_mode", "launch_shape"]
 
 
-def distributed_mode(training_mode: str, processes: int) -> str:
+# The launch modes the trainer's accelerate configs provide (configs/accelerate/*.yaml); "none": one process.
+Distributed = Literal["none", "ddp", "ddp-compile", "fsdp", "fsdp-compile"]
+
+
+def distributed_mode(training_mode: str, processes: int) -> Distributed:
     """DDP for LoRA and FSDP for full fine-tunes on several processes (the skill's rule); else none."""
     if processes <= 1:
         return "none"
@@ -28,7 +33,7 @@ class LaunchShape:
     """The launch a run will make."""
 
     processes: int  # on each node
-    distributed: str
+    distributed: Distributed
     reason: str  # why this many processes
     nodes: int = 1
 

@@ -119,6 +119,7 @@ def _container_info(path: Path, container: Any) -> MediaInfo:
     except (av.FFmpegError, OSError) as exc:
         raise BadMedia(path, f"truncated or corrupt ({_why(exc)})") from None
     stated = int(video.frames or 0)
+    source: Literal["container", "decoded"]
     if stated and packets == stated:
         frames, source = stated, "container"
     elif stated and packets < stated:
@@ -130,8 +131,7 @@ def _container_info(path: Path, container: Any) -> MediaInfo:
     if not _first_frame_decodes(path, container, video):
         raise BadMedia(path, "the first frame does not decode")
     duration = frames / fps if fps else 0.0
-    return MediaInfo("video", frames, source, fps, width, height, duration, audio is not None,  # type: ignore[arg-type]
-                     rate)
+    return MediaInfo("video", frames, source, fps, width, height, duration, audio is not None, rate)
 
 
 def _decoded_frames(path: Path, container: Any, video: Any) -> int:

@@ -27,7 +27,8 @@ __all__ = ["LATENT_CHANNELS", "PrecomputedReport", "SampleLoader", "inspect_prec
 LATENT_CHANNELS = 128
 AUDIO_CHANNELS = 8
 AUDIO_BINS = 16
-SampleLoader = Callable[[Path], Mapping[str, Any]]
+#: Reads one ``.pt`` file; whatever it holds is checked to be a dict of tensors before it is used.
+SampleLoader = Callable[[Path], object]
 _VIDEO_LATENTS = ("latents", "reference_latents")
 _AUDIO_LATENTS = ("audio_latents", "reference_audio_latents")
 

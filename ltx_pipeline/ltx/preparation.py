@@ -19,15 +19,20 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.modes import Mode
+from ltx_pipeline.ltx.recipe import Recipe
 
-__all__ = ["HOLDOUT_SEED", "PreparationPlan", "choose_holdout", "default_captioner", "holdout_count",
-           "needs_captions", "plan_preparation", "smallest_bucket_frames", "videos_to_scan"]
+__all__ = ["DEFAULT_VLLM_URL", "HOLDOUT_SEED", "CaptionerName", "PreparationPlan", "choose_holdout",
+           "default_captioner", "holdout_count", "needs_captions", "plan_preparation", "smallest_bucket_frames",
+           "videos_to_scan"]
 
 HOLDOUT_SEED = 42
+CaptionerName = Literal["offline", "qwen_omni", "gemini_flash"]
+#: ``--vllm-url``'s default, qwen_omni's server (the trainer's docs/dataset-preparation.md).
+DEFAULT_VLLM_URL = "http://127.0.0.1:8001/v1"
 _MIN_FOR_DEFAULT_HOLDOUT = 8
 _PREPARABLE_COLUMNS = {"caption", "video"}  # a folder can give clips and captions, not references or masks
 
@@ -117,7 +122,7 @@ class PreparationPlan:
         return lines
 
 
-def default_captioner(requested: str | None, backend: str) -> str:
+def default_captioner(requested: CaptionerName | None, backend: str) -> CaptionerName:
     """The captioner a run uses: the request's, else the trainer's default (qwen_omni) on the ltx backend and
     the offline describer on the toy backends (which have no trainer checkout to run a model from)."""
     return requested or ("qwen_omni" if backend == "ltx" else "offline")
@@ -137,9 +142,9 @@ def videos_to_scan(dataset: dict[str, Any], facts: dict[str, dict[str, Any]]) ->
     return sorted(path for path, fact in facts.items() if fact.get("kind") == "video")
 
 
-def smallest_bucket_frames(recipe: dict[str, Any]) -> int:
-    """The fewest frames of any bucket of any stage of ``recipe`` (``Recipe.to_dict()``)."""
-    return min(int(bucket.split("x")[2]) for stage in recipe["stages"] for bucket in stage["buckets"])
+def smallest_bucket_frames(recipe: Recipe) -> int:
+    """The fewest frames of any bucket of any stage of ``recipe``."""
+    return min(int(bucket.split("x")[2]) for stage in recipe.stages for bucket in stage.buckets)
 
 
 def plan_preparation(*, dataset: dict[str, Any], facts: dict[str, dict[str, Any]], mode: Mode, captioner: str,

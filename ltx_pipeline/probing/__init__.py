@@ -13,7 +13,10 @@ turn findings into decisions (tiers, the VRAM gate, configs) live in ``ltx_pipel
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, is_dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 FindingStatus = Literal["ok", "missing", "warning"]
 
@@ -48,6 +51,11 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_plain(item) for item in value]
     return value
+
+
+def plain_record(record: DataclassInstance) -> dict[str, Any]:
+    """``to_plain`` of one dataclass instance: always a dict, so typed as one (each ``to_dict()``)."""
+    return {str(key): to_plain(item) for key, item in asdict(record).items()}
 
 
 # The submodules import ``Finding`` from this package, so they are imported after it is defined.
@@ -122,6 +130,7 @@ __all__ = [
     "probe_gpus",
     "probe_host",
     "query_gpus",
+    "plain_record",
     "to_plain",
     "wandb_credentials_resolve",
 ]

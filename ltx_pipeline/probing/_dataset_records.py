@@ -5,7 +5,7 @@ metadata extension sets, the ``Kind`` of a dataset path (a metadata file, a fold
 ``.precomputed`` folder, a prior run's outputs) and the frozen dataclasses that describe each kind,
 down to ``DatasetInfo`` with its findings-table row. Invariant: records only, no file access: every
 record is built by ``dataset`` from what it read, and ``to_dict()`` is plain JSON data. It imports
-``Finding`` and ``to_plain`` from the package and nothing from its sibling modules.
+``Finding`` and ``plain_record`` from the package and nothing from its sibling modules.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ltx_pipeline.probing import Finding, to_plain
+from ltx_pipeline.probing import Finding, FindingStatus, plain_record
 
 __all__ = [
     "AUDIO_EXTENSIONS",
@@ -116,11 +116,11 @@ class DatasetInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data."""
-        return to_plain(self)
+        return plain_record(self)
 
     def to_finding(self) -> Finding:
         """The "Dataset" row of the findings table; warnings become the next step."""
-        status = "warning" if self.warnings else "ok"
+        status: FindingStatus = "warning" if self.warnings else "ok"
         return Finding("Dataset", status, f"{self.kind}: {self._summary()}",
                        " ".join(self.warnings) if self.warnings else None)
 

@@ -17,11 +17,12 @@ never import it.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.errors import BadDataset
+from ltx_pipeline.ltx.checkpoint_files import STATE_RE as _STATE
+from ltx_pipeline.ltx.checkpoint_files import WEIGHTS_RE as _WEIGHTS
 from ltx_pipeline.ltx.metadata import metadata_columns, read_metadata_rows, resolve_media
 from ltx_pipeline.probing._clips import ClipsReport, media_files, media_rows, read_clips
 from ltx_pipeline.probing._dataset_records import (
@@ -62,8 +63,6 @@ MEDIA_COLUMNS = ("video", "media_path", "audio", "reference_video", "ref_media_p
 LEGACY_ALIASES = {"media_path": "video", "ref_media_path": "reference_video"}
 CAPTION_COLUMNS = ("caption", "text", "prompt", "captions", "description")
 _MAX_EXAMPLES = 10
-_WEIGHTS = re.compile(r"^(lora|model)_weights_step_(\d+)\.safetensors$")
-_STATE = re.compile(r"^training_state_step_(\d+)\.pt$")
 _FIX_PATH = ("pass --dataset a folder of videos, a .csv/.json/.jsonl metadata file, a .precomputed "
              "folder or a prior run's output folder")
 

@@ -17,9 +17,12 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from ltx_pipeline.env_names import NVIDIA_SMI_ENV
 from ltx_pipeline.errors import BadInput
-from ltx_pipeline.probing import Finding, to_plain
+from ltx_pipeline.probing import Finding, plain_record
+from ltx_pipeline.probing.nvidia_smi import nvidia_smi_named, nvidia_smi_on_path
 
 __all__ = [
     "DEFAULT_ASSUMED_GPU",
@@ -43,7 +46,6 @@ NVIDIA_SMI_QUERY = [
     "--query-gpu=index,uuid,name,memory.total,driver_version",
     "--format=csv,noheader,nounits",
 ]
-NVIDIA_SMI_ENV = "LTX_PIPELINE_NVIDIA_SMI"
 ASSUME_FORMAT = '--assume-gpu "NAME,MEMORY_MIB[,COUNT]", e.g. "NVIDIA H100 80GB HBM3,81559,2"'
 # What the toy backend plans for on a machine with no nvidia-smi (a laptop): the demo's 32 GB card,
 # the smallest the LTX-2 workflow documents a config for. Shown as assumed, like --assume-gpu.
@@ -85,9 +87,9 @@ class Gpu:
     driver: str
     assumed: bool = False
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON data."""
-        return to_plain(self)
+        return plain_record(self)
 
 
 @dataclass(frozen=True)
@@ -111,9 +113,9 @@ class GpuProbe:
     cuda_visible_devices: str | None = None
     warnings: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON data."""
-        return to_plain(self)
+        return plain_record(self)
 
     @property
     def default(self) -> bool:
@@ -170,9 +172,9 @@ def describe_gpus(gpus: tuple[Gpu, ...] | list[Gpu]) -> str:
 
 
 def _resolve_executable(executable: str | None, env: Mapping[str, str]) -> str:
-    candidate = executable or env.get(NVIDIA_SMI_ENV) or None
+    candidate = nvidia_smi_named(executable, env)
     if candidate is None:
-        found = shutil.which("nvidia-smi", path=env.get("PATH"))
+        found = nvidia_smi_on_path(env)
         if found is None:
             raise BadInput("No GPU probe: nvidia-smi is not on PATH", where="PATH", fix=_FIX_SMI)
         return found
@@ -401,7 +403,7 @@ def _nvidia_smi_absent(executable: str | None, env: Mapping[str, str]) -> bool:
 
     An nvidia-smi that is named but broken is not absent: its own error says what is wrong with it.
     """
-    return not (executable or env.get(NVIDIA_SMI_ENV)) and shutil.which("nvidia-smi", path=env.get("PATH")) is None
+    return nvidia_smi_named(executable, env) is None and nvidia_smi_on_path(env) is None
 
 
 def planned_gpu(backend: str, assume_gpu: str | None, nvidia_smi: str | None,

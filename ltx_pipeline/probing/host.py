@@ -13,11 +13,12 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import psutil
 
-from ltx_pipeline.probing import Finding, to_plain
+from ltx_pipeline.probing import Finding, plain_record
 
 __all__ = ["HostInfo", "nearest_existing", "probe_host", "wandb_credentials_resolve"]
 
@@ -55,9 +56,9 @@ class HostInfo:
     uv_path: str | None
     wandb_credentials: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON data."""
-        return to_plain(self)
+        return plain_record(self)
 
     def to_findings(self, *, uses_uv: bool = True) -> list[Finding]:
         """Rows for the findings table: OS, disk, /dev/shm, RAM, uv (only where the trainer runs through it), W&B."""

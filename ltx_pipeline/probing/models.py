@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from ltx_pipeline.env_names import LTX2_ROOT_ENV, MODELS_DIR_ENV
 from ltx_pipeline.errors import BadInput
-from ltx_pipeline.probing import Finding, FindingStatus, to_plain
+from ltx_pipeline.probing import Finding, FindingStatus, plain_record
 
 __all__ = [
     "LTX2_REPO",
@@ -53,8 +54,8 @@ def default_model_dirs(env: Mapping[str, str] | None = None, home: Path | None =
     """Where model files are looked for: ``/models``, ``~/models``, ``$LTX_MODELS_DIR`` (deduplicated)."""
     env = os.environ if env is None else env
     dirs = [Path("/models"), (home or Path.home()) / "models"]
-    if env.get("LTX_MODELS_DIR"):
-        dirs.append(Path(env["LTX_MODELS_DIR"]).expanduser())
+    if env.get(MODELS_DIR_ENV):
+        dirs.append(Path(env[MODELS_DIR_ENV]).expanduser())
     return list(dict.fromkeys(dirs))
 
 
@@ -195,16 +196,16 @@ class ModelSearch:
         """Why each look-alike of one kind was refused."""
         return self.rejected_checkpoints if kind == "checkpoint" else self.rejected_text_encoders
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON data."""
-        return to_plain(self)
+        return plain_record(self)
 
     def to_findings(self) -> list[Finding]:
         """One row for the checkpoint and one for the text encoder, as if neither path was given."""
         return [check_model_path(None, kind, self).to_finding() for kind in ("checkpoint", "text_encoder")]
 
 
-def _children(folder: Path) -> list[os.DirEntry]:
+def _children(folder: Path) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as entries:
             return sorted(entries, key=lambda entry: entry.name)
@@ -220,7 +221,7 @@ def find_model_files(dirs: Iterable[Path], env: Mapping[str, str] | None = None)
     that fail the checks are kept, with the reason, in ``rejected_*``. ``env`` only labels folders.
     """
     env = os.environ if env is None else env
-    env_dir = Path(env["LTX_MODELS_DIR"]).expanduser() if env.get("LTX_MODELS_DIR") else None
+    env_dir = Path(env[MODELS_DIR_ENV]).expanduser() if env.get(MODELS_DIR_ENV) else None
     searched, labels = [], []
     found: dict[ModelKind, list[str]] = {"checkpoint": [], "text_encoder": []}
     rejected: dict[ModelKind, list[str]] = {"checkpoint": [], "text_encoder": []}
@@ -274,9 +275,9 @@ class PathCheck:
         """The path passed its checks (perhaps with a warning): the file to train with."""
         return self.path is not None and self.status != "missing"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON data."""
-        return to_plain(self)
+        return plain_record(self)
 
     def to_finding(self) -> Finding:
         """The row for this path."""
@@ -383,9 +384,9 @@ class TrainerCheck:
         scripts = self.has_train_script and self.has_process_dataset_script
         return bool(self.configs) and scripts and self.synced
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain JSON data, including ``synced`` and ``usable``."""
-        return {**to_plain(self), "synced": self.synced, "usable": self.usable}
+        return {**plain_record(self), "synced": self.synced, "usable": self.usable}
 
     def to_finding(self, *, needs_sync: bool = True) -> Finding:
         """One row for the checkout, naming the first thing to fix.
@@ -473,9 +474,9 @@ def check_trainer_root(root: Path | None, env: Mapping[str, str] | None = None) 
         env: environment to read ``LTX2_ROOT`` from; defaults to ``os.environ``.
     """
     env = os.environ if env is None else env
-    source = "--trainer-root" if root is not None else ("LTX2_ROOT" if env.get("LTX2_ROOT") else None)
-    if root is None and env.get("LTX2_ROOT"):
-        root = Path(env["LTX2_ROOT"])
+    source = "--trainer-root" if root is not None else (LTX2_ROOT_ENV if env.get(LTX2_ROOT_ENV) else None)
+    if root is None and env.get(LTX2_ROOT_ENV):
+        root = Path(env[LTX2_ROOT_ENV])
     if root is None:
         return TrainerCheck(None, None, False, (), False, False, False, False, False, None)
     root = root.expanduser().absolute()

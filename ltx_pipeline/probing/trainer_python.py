@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.probing import Finding, to_plain
+from ltx_pipeline.probing import Finding, plain_record
 from ltx_pipeline.probing.models import TrainerCheck
 
 __all__ = ["ENVIRONMENT_MARK", "TRAINER_SIDE", "TrainerPythonCheck", "check_trainer_python", "environment_report",
@@ -38,7 +38,7 @@ class TrainerPythonCheck:
     problems: tuple[dict[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(to_plain(self))
+        return plain_record(self)
 
     def to_finding(self) -> Finding:
         if self.ok:

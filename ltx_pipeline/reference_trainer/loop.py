@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from ltx_pipeline.env_names import REFERENCE_LOG_EVERY_ENV
 from ltx_pipeline.reference_trainer import checkpoints as ckpt
 from ltx_pipeline.reference_trainer.flow import prepare_step, step_loss
 from ltx_pipeline.reference_trainer.logs import get_logger, is_main_process, is_writer
@@ -47,7 +48,7 @@ class StepLoop:
         self.writer = is_writer()  # writes samples and checkpoints (global rank 0 only)
         self.logger = get_logger()
         self.retention = ckpt.Retention(config.checkpoints.keep_last_n)
-        self.log_every = int(os.environ.get("LTX_REFERENCE_LOG_EVERY", "20") or 20)
+        self.log_every = int(os.environ.get(REFERENCE_LOG_EVERY_ENV, "20") or 20)
         self.last_loss = float("nan")
         self.elapsed = 0.0
         self.autocast_dtype = _AUTOCAST.get(config.acceleration.mixed_precision_mode or "no")

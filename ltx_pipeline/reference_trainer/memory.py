@@ -21,10 +21,11 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from ltx_pipeline.env_names import REFERENCE_CAPACITY_ENV as CAPACITY_ENV
+from ltx_pipeline.env_names import REFERENCE_SCALE_ENV as SCALE_ENV
+
 __all__ = ["DeviceMemory", "capacity_from_env", "memory_scale_from_env"]
 
-CAPACITY_ENV = "LTX_REFERENCE_DEVICE_CAPACITY_MIB"
-SCALE_ENV = "LTX_REFERENCE_MEMORY_SCALE"
 MIB = 1024**2
 GIB = 1024**3
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from ltx_pipeline.env_names import REFERENCE_DEVICE_ENV
 from ltx_pipeline.reference_trainer import checkpoints as ckpt
 from ltx_pipeline.reference_trainer.data import PrecomputedSamples, caption_salt
 from ltx_pipeline.reference_trainer.flow import modalities_of
@@ -44,7 +45,7 @@ _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def _device() -> torch.device:
-    forced = os.environ.get("LTX_REFERENCE_DEVICE", "").strip()
+    forced = os.environ.get(REFERENCE_DEVICE_ENV, "").strip()
     if forced:
         return torch.device(forced)
     if torch.cuda.is_available():

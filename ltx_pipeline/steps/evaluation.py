@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import RunFailed
@@ -35,6 +35,10 @@ from ltx_pipeline.steps.validation import LaunchTarget, validate_stage
 from ltx_pipeline.trainer_log import LogFollower, classify_failure, failure_tail, read_tail
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
+
+if TYPE_CHECKING:
+    from ltx_pipeline.backends.base import TrainerBackend
+    from ltx_pipeline.engine.journal import ProcessHandle, RunJournal
 
 __all__ = ["EvalJob", "EvalRenderer", "RENDER_SUFFIXES", "rendered_file"]
 
@@ -103,7 +107,7 @@ def rendered_file(eval_root: Path, category: str, number: int) -> Path | None:
 class EvalRenderer:
     """Renders an ``EvalJob``; the phase gives it the backend, the journal and the narration channels."""
 
-    def __init__(self, *, backend: Any, journal: Any, workspace: Path, narrate: Callable[[str], None],
+    def __init__(self, *, backend: TrainerBackend, journal: RunJournal, workspace: Path, narrate: Callable[[str], None],
                  poll_s: float = 0.2) -> None:
         self.backend, self.journal, self.workspace = backend, journal, workspace
         self.narrate, self.poll_s = narrate, poll_s
@@ -163,6 +167,8 @@ class EvalRenderer:
             state = json.loads(self._state_file(job).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             state = {}
+        if not isinstance(state, dict):
+            state = {}  # not a state this module wrote: nothing is known to be rendered
         state.setdefault("renders", {})
         if state.get("weights") != job.weights_id:
             state = {"renders": {}, "weights": job.weights_id}  # new weights: nothing rendered yet
@@ -251,7 +257,7 @@ class EvalRenderer:
                      f"(pid {handle.pid}), log {log}; {len(records)} recorded patch(es) in {job.config_file.name}.")
         return handle, log
 
-    def _follow(self, handle: Any) -> None:
+    def _follow(self, handle: ProcessHandle) -> None:
         """Wait for the render, telling each saved batch of samples; the trainer goes on if we are stopped."""
         follower = LogFollower(Path(handle.log_path))
         while True:
@@ -263,7 +269,7 @@ class EvalRenderer:
                 return
             handle.pause(self.poll_s)
 
-    def _failed(self, job: EvalJob, state: dict[str, Any], handle: Any, log: Path) -> None:
+    def _failed(self, job: EvalJob, state: dict[str, Any], handle: ProcessHandle, log: Path) -> None:
         record = handle.exit() or {}
         code, signal = record.get("exit_code", 137), record.get("signal", 9 if not record else None)
         values = load_yaml(job.config_file.read_text(encoding="utf-8")) or {}

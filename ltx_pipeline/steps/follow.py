@@ -22,10 +22,11 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ltx_pipeline.engine.reporting import Snapshot
+from ltx_pipeline.env_names import STALL_SECONDS_ENV as STALL_ENV
 from ltx_pipeline.steps.resume import CheckpointPair, checkpoint_pairs
 from ltx_pipeline.trainer_log import (
     LogFollower,
@@ -37,12 +38,15 @@ from ltx_pipeline.trainer_log import (
 )
 from ltx_pipeline.workspace import atomic_write
 
+if TYPE_CHECKING:
+    from ltx_pipeline.engine.journal import ProcessHandle, RunJournal
+
 __all__ = ["DEFAULT_STALL_SECONDS", "STALL_ENV", "Snapshot", "TrainingFollower", "latest_sample", "log_summary",
            "request_stop", "stall_seconds", "stop_requested"]
 
-STALL_ENV = "LTX_PIPELINE_STALL_SECONDS"
 DEFAULT_STALL_SECONDS = 900.0
 _SAMPLE_SUFFIXES = (".mp4", ".png", ".wav", ".gif")
+_Listing = TypeVar("_Listing")
 
 
 def stall_seconds() -> float:
@@ -51,31 +55,6 @@ def stall_seconds() -> float:
         return float(os.environ.get(STALL_ENV, "") or DEFAULT_STALL_SECONDS)
     except ValueError:
         return DEFAULT_STALL_SECONDS
-
-
-@dataclass
-class Snapshot:
-    """What a progress display needs right now (all plain values)."""
-
-    stage: int
-    stages: int
-    step: int | None
-    total: int | None
-    percent: float | None
-    loss: float | None
-    last_losses: list[float]
-    step_time_s: float | None  # steady state (clean samples only); None: "measuring step time..."
-    eta_s: float | None
-    latest_checkpoint: str | None
-    latest_sample: str | None
-    wandb_url: str | None
-    alive: bool
-    stalled: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-    finished: bool = False  # the trainer printed its end-of-training statistics: every step ran
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def latest_sample(output_dir: Path) -> str | None:
@@ -90,7 +69,7 @@ def latest_sample(output_dir: Path) -> str | None:
 class TrainingFollower:
     """Follows one trainer process of one stage through its journal handle."""
 
-    def __init__(self, journal: Any, handle: Any, *, stage: int, stages: int, output_dir: Path,
+    def __init__(self, journal: RunJournal, handle: ProcessHandle, *, stage: int, stages: int, output_dir: Path,
                  offset: int | None = None, validation_interval: int | None = None,
                  checkpoint_interval: int | None = None, on_progress: Callable[[Snapshot], None] | None = None,
                  warn: Callable[[str], None] | None = None, poll_s: float = 0.5, max_poll_s: float = 1.5,
@@ -127,7 +106,7 @@ class TrainingFollower:
         self._round(alive)
         return alive
 
-    def follow(self) -> Any:
+    def follow(self) -> ProcessHandle:
         """Poll until the trainer ends; returns the handle settled by the journal (exit code or crashed).
 
         The wait between rounds starts at ``poll_s``, doubles while the log is silent up to ``max_poll_s``
@@ -263,7 +242,7 @@ def _shown(snapshot: Snapshot) -> tuple[Any, ...]:
             snapshot.finished)
 
 
-class _FolderScan:
+class _FolderScan(Generic[_Listing]):
     """A folder listing redone only when the folder's mtime changes, when forced, or every ``max_age_s``.
 
     Creating, renaming or removing an entry changes a directory's mtime, so between a trainer's saves
@@ -271,9 +250,10 @@ class _FolderScan:
     covers what an mtime can miss: two changes within one timestamp tick, a network filesystem's cache.
     """
 
-    def __init__(self, folder: Path, scan: Callable[[Path], Any], max_age_s: float = 10.0) -> None:
+    def __init__(self, folder: Path, scan: Callable[[Path], _Listing], max_age_s: float = 10.0) -> None:
         self.folder, self.scan, self.max_age_s = folder, scan, max_age_s
-        self.scanned, self.value = False, None
+        self.scanned = False
+        self.value: _Listing | None = None
         self._stamp: int | None = None
         self._scanned_at = -math.inf
 
@@ -299,11 +279,11 @@ def _mtime(path: Path) -> float | None:
         return None
 
 
-def _stop_marker(handle: Any) -> Path:
+def _stop_marker(handle: ProcessHandle) -> Path:
     return Path(f"{handle.log_path}.stop")
 
 
-def request_stop(handle: Any, workspace: Path) -> Path:
+def request_stop(handle: ProcessHandle, workspace: Path) -> Path:
     """Mark the process as stopped by the user *before* signalling it, so a follower that sees it end
     records a stop rather than a failure (whichever of the two settles first)."""
     marker = _stop_marker(handle)
@@ -311,9 +291,10 @@ def request_stop(handle: Any, workspace: Path) -> Path:
     return marker
 
 
-def stop_requested(handle: Any) -> bool:
+def stop_requested(handle: ProcessHandle) -> bool:
     """Whether ``request_stop`` marked this very process (the log is shared by a stage's launches)."""
     try:
-        return json.loads(_stop_marker(handle).read_text(encoding="utf-8")).get("process_id") == handle.id
-    except (OSError, ValueError, AttributeError):
+        marker = json.loads(_stop_marker(handle).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return False
+    return isinstance(marker, dict) and marker.get("process_id") == handle.id

@@ -21,20 +21,31 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ltx_pipeline.backends.base import DEFAULT_MAIN_PORT, LaunchSpec, Nodes
-from ltx_pipeline.engine import slurm
 from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, RunJournal, ValidatedConfig
+from ltx_pipeline.engine.outputs import PhaseOutputs
 from ltx_pipeline.errors import BadInput, Refused
+from ltx_pipeline.ltx.checkpoint_files import final_weights_name
+from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
+from ltx_pipeline.outputs.data_check import DataCheckOutputs
+from ltx_pipeline.outputs.probe import ProbeOutputs
+from ltx_pipeline.outputs.validate import ValidateOutputs
 from ltx_pipeline.steps.resume import check_compatible, latest_pair, patch_resume
-from ltx_pipeline.steps.validation import launch_target, validate_stage
+from ltx_pipeline.steps.validation import stage_launch_target, validate_stage
 from ltx_pipeline.yaml_io import load_yaml
 
-__all__ = ["NodeRun", "node_launch_argv", "node_launch_printable", "node_log", "open_node_run", "rank_zero",
-           "run_foreground"]
+if TYPE_CHECKING:
+    from ltx_pipeline.backends.base import TrainerBackend
+    from ltx_pipeline.request import RunRequest
+    from ltx_pipeline.workspace import Workspace
+
+__all__ = ["NodeRun", "PhaseRecord", "node_launch_argv", "node_launch_printable", "node_log", "open_node_run",
+           "rank_zero", "run_foreground"]
 
 PROGRAM = "ltx-pipeline"
 RANK_ENV = "SLURM_NODEID"  # the node's index within a SLURM allocation: its machine rank
@@ -44,7 +55,42 @@ RANK_ENV = "SLURM_NODEID"  # the node's index within a SLURM allocation: its mac
 SLURM_MAIN_IP = "(the SLURM job's first node)"
 
 
-def rank_zero(request: Any) -> Nodes | None:
+OutputsT = TypeVar("OutputsT", bound=PhaseOutputs)
+
+
+class PhaseRecord(Protocol):
+    """The newest attempt of one phase as the store holds it (a ``PhaseRun`` row, read by the caller)."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def outputs(self) -> dict[str, Any]: ...
+
+    @property
+    def outputs_version(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class ValidatedRun:
+    """The typed outputs a node launches from: what probe, data check, config patch and validate stored."""
+
+    probe: ProbeOutputs
+    data_check: DataCheckOutputs
+    config_patch: ConfigPatchOutputs
+    validate: ValidateOutputs
+
+    @classmethod
+    def read(cls, latest: Mapping[str, PhaseRecord]) -> ValidatedRun:
+        """From the newest attempt of each phase (validate has succeeded, so the ones before it have too)."""
+        def typed(kind: type[OutputsT]) -> OutputsT:
+            row = latest[kind.PHASE]
+            return kind.from_stored(row.outputs, row.outputs_version)
+
+        return cls(typed(ProbeOutputs), typed(DataCheckOutputs), typed(ConfigPatchOutputs), typed(ValidateOutputs))
+
+
+def rank_zero(request: RunRequest) -> Nodes | None:
     """This machine's place in the run's launch: rank 0 of ``request.nodes``; None for one node."""
     if request.nodes <= 1:
         return None
@@ -76,24 +122,26 @@ def node_log(logs: Path, stage: int, stages: int, rank: int) -> Path:
 
 @dataclass
 class NodeRun:
-    """A validated run seen from one node: its request, backend, validated launch and stored phase outputs."""
+    """A validated run seen from one node: its request, backend, validated launch and stored phase outputs.
+
+    It reads the run's train processes through ``journal``; the caller opened the store.
+    """
 
     workspace: Path
     name: str
-    request: Any
-    backend: Any
-    outputs: dict[str, dict[str, Any]]  # succeeded phases' outputs, by phase
-    store: Any
-    run_id: int
+    request: RunRequest
+    backend: TrainerBackend
+    outputs: ValidatedRun  # the succeeded phases' typed outputs it launches from
+    journal: RunJournal  # of the train phase
     logs: Path
 
     @property
-    def validate(self) -> dict[str, Any]:
-        return self.outputs["validate"]
+    def validate(self) -> ValidateOutputs:
+        return self.outputs.validate
 
     @property
     def nodes(self) -> int:
-        return int(self.validate.get("nodes", 1))
+        return self.validate.node_count
 
     def stage_index(self, requested: int | None) -> int:
         """The stage asked for, else the first whose final weights are not on disk.
@@ -101,7 +149,7 @@ class NodeRun:
         Raises:
             BadInput: no such stage, or every stage is trained already.
         """
-        stages = [int(s["stage"]) for s in self.validate["stages"]]
+        stages = [s.stage for s in self.validate.stages]
         if requested is not None:
             if requested not in stages:
                 raise BadInput(f"Run {self.name} has no stage {requested}", where="--stage",
@@ -114,23 +162,23 @@ class NodeRun:
                       fix=f"see `ltx-pipeline status --workspace {self.workspace} --run {self.name}`")
 
     def config(self, stage: int) -> Path:
-        return Path(self._entry("validate", stage)["config"])
+        return Path(next(s.config for s in self.validate.stages if s.stage == stage))
 
     def output_dir(self, stage: int) -> Path:
-        return Path(self._entry("config_patch", stage, key="configs")["output_dir"])
+        patched = next(c for c in self.outputs.config_patch.configs if c.stage == stage)
+        if patched.output_dir is None:  # a run configured before output folders were recorded
+            raise BadInput(f"Run {self.name} was configured by an older ltx-pipeline that did not record stage "
+                           f"{stage}'s output folder", where="--run",
+                           fix=f"`ltx-pipeline resume --workspace {self.workspace} --run {self.name}` configures it "
+                               "again")
+        return Path(patched.output_dir)
 
     def values(self, stage: int) -> dict[str, Any]:
         return load_yaml(self.config(stage).read_text(encoding="utf-8")) or {}
 
     def _final_weights(self, stage: int) -> Path:
         values = self.values(stage)
-        steps = int((values.get("optimization") or {}).get("steps", 0))
-        prefix = "lora" if (values.get("model") or {}).get("training_mode", "lora") == "lora" else "model"
-        return self.output_dir(stage) / "checkpoints" / f"{prefix}_weights_step_{steps:05d}.safetensors"
-
-    def _entry(self, phase: str, stage: int, key: str = "stages") -> dict[str, Any]:
-        entries = self.outputs[phase][key]
-        return next(e for e in entries if int(e.get("stage", e.get("index", 0))) == stage)
+        return self.output_dir(stage) / "checkpoints" / final_weights_name(values)
 
     # -- what a node does -----------------------------------------------------------------------
 
@@ -150,9 +198,9 @@ class NodeRun:
 
     def validated(self, stage: int) -> ValidatedConfig:
         """The stage's config validated strictly, as it is now, for every process of every node."""
-        data_stage = self._entry("data_check", stage)
-        target = launch_target(self.outputs["probe"], self.outputs["data_check"], data_stage,
-                               int(self.validate["num_processes"]))
+        data_check = self.outputs.data_check
+        data_stage = next(s for s in data_check.stages if s.index == stage)
+        target = stage_launch_target(self.outputs.probe, data_check, data_stage, self.validate.num_processes)
         result = validate_stage(self.backend, self.config(stage), target, strict=True)
         return result.raise_if_failed(f"Stage {stage}'s config as this node would launch it")
 
@@ -163,10 +211,10 @@ class NodeRun:
             Refused: the engine's rank 0 of this stage is running and this is rank 0 again, or the config
                 file changed since rank 0's launch validated it.
         """
-        rows = [r for r in self.store.processes(self.run_id, "train") if r.stage == stage]
-        if not rows or rows[-1].status != "running" or not RunJournal.handle(rows[-1]).alive():
+        rows = self.journal.processes("train", stage)
+        if not rows or rows[-1].status != "running" or not rows[-1].alive():
             return
-        job = slurm.job_id_of(rows[-1].host)
+        job = rows[-1].slurm_job
         if job is not None and os.environ.get("SLURM_JOB_ID") == str(job):
             # One of the recorded job's own nodes, rank 0 included. Its batch step's --prepare may have moved
             # the config to the newest checkpoint since submission; validated() judged it strictly just now.
@@ -193,47 +241,40 @@ class NodeRun:
                            where="--machine-rank", fix=f"give a rank from 0 to {count - 1}")
         nodes = None
         if count > 1:
-            ip = main_ip or self.validate.get("main_ip")
+            ip = main_ip or self.validate.main_ip
             if not ip:
                 raise BadInput("No address for the rank-0 node", where="--main-ip", fix="pass --main-ip IP")
-            nodes = Nodes(count, rank, ip, int(main_port or self.validate.get("main_port") or DEFAULT_MAIN_PORT))
-        per_node = int(self.validate.get("processes_per_node", self.validate["num_processes"]))
-        spec: LaunchSpec = self.backend.train_command(self.config(stage), num_processes=per_node,
-                                                      distributed=self.validate["distributed"], nodes=nodes)
+            nodes = Nodes(count, rank, ip, int(main_port or self.validate.main_port or DEFAULT_MAIN_PORT))
+        spec: LaunchSpec = self.backend.train_command(self.config(stage), num_processes=self.validate.per_node,
+                                                      distributed=self.validate.distributed, nodes=nodes)
         return spec
 
 
-def open_node_run(workspace: Path | None, name: str) -> NodeRun:
+def open_node_run(ws: Workspace, name: str, latest: Mapping[str, PhaseRecord], journal: RunJournal) -> NodeRun:
     """The run as this node sees it, once validate has succeeded.
 
+    Args:
+        ws: the run's workspace (the same path on every node).
+        name: the run.
+        latest: the newest attempt of each of the run's phases, by phase (the caller read the store).
+        journal: the run's train-phase journal (to see whether rank 0 is running, and with which config).
+
     Raises:
-        BadInput: no such run, not validated yet, or run.yaml asks for other nodes than were validated.
+        BadInput: not validated yet, or run.yaml asks for other nodes than were validated.
     """
     from ltx_pipeline.backends import make_backend
     from ltx_pipeline.request import load_request
-    from ltx_pipeline.store import Store, saved_id
-    from ltx_pipeline.workspace import Workspace
 
-    ws = Workspace.at(workspace)
-    if not ws.has_store():
-        raise BadInput(f"No workspace database in {ws.root}", where="--workspace",
-                       fix="pass the run's workspace (the same path on every node)")
-    store = Store.open(ws.store)
-    run = store.get_run(name)
-    if run is None:
-        raise BadInput(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
-    run_id = saved_id(run)
-    latest = store.latest_phase_runs(run_id)
     validate = latest.get("validate")
     if validate is None or validate.status != "succeeded":
         state = "has not run" if validate is None else validate.status.replace("_", " ")
         raise BadInput(f"Run {name} is not validated (validate {state})", where="--run",
                        fix=f"approve its plan and `ltx-pipeline resume --workspace {ws.root} --run {name}` until "
                            "it has validated")
-    outputs = {phase: dict(row.outputs) for phase, row in latest.items() if row.status in ("succeeded", "detached")}
+    outputs = ValidatedRun.read(latest)
     paths = ws.run(name)
     request = load_request(paths.request_file)
-    validated_nodes = int(validate.outputs.get("nodes", 1))
+    validated_nodes = outputs.validate.node_count
     if request.nodes != validated_nodes:
         raise BadInput(f"run.yaml asks for {request.nodes} node(s) but the validated launch is for {validated_nodes}",
                        where=str(paths.request_file),
@@ -241,7 +282,7 @@ def open_node_run(workspace: Path | None, name: str) -> NodeRun:
     backend = make_backend(request.backend, trainer_root=request.trainer_root,
                            trainer_python=request.trainer_python, surface=request.surface,
                            assume_gpu=request.assume_gpu, memory_scale=request.reference_memory_scale)
-    return NodeRun(ws.root, name, request, backend, outputs, store, run_id, paths.logs)
+    return NodeRun(ws.root, name, request, backend, outputs, journal, paths.logs)
 
 
 def run_foreground(spec: LaunchSpec, log: Path | None, validated: ValidatedConfig, *,

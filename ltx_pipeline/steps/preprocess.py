@@ -24,9 +24,10 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ltx_pipeline.errors import BadDataset, PhaseFailed, RunFailed
+from ltx_pipeline.backends.base import MakesBaseWeights
+from ltx_pipeline.errors import BadDataset, BadInput, PhaseFailed, RunFailed
 from ltx_pipeline.ltx.buckets import Bucket, format_buckets
 from ltx_pipeline.ltx.data_check import (
     Check,
@@ -41,15 +42,50 @@ from ltx_pipeline.ltx.data_check import (
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import Mode
 from ltx_pipeline.ltx.precomputed import inspect_precomputed
+from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.trainer_log import MediaSkipped, parse_lines, read_tail
 from ltx_pipeline.workspace import atomic_write, ensure_inside
 
-__all__ = ["IDENTITY_CACHE", "IDENTITY_FILE", "LEGACY_PAIRING_FILE", "model_files", "preprocess", "read_identity",
-           "stage_identity", "write_subset_metadata"]
+if TYPE_CHECKING:
+    from ltx_pipeline.steps.context import LtxContext
+
+__all__ = ["IDENTITY_CACHE", "IDENTITY_FILE", "LEGACY_PAIRING_FILE", "model_files", "model_paths", "preprocess",
+           "read_identity", "stage_identity", "write_subset_metadata"]
 
 IDENTITY_FILE = "ltx-pipeline-data-identity.json"
 LEGACY_PAIRING_FILE = "ltx-pipeline-conditions.json"  # an older engine's record: model paths, sizes, mtimes
 IDENTITY_CACHE = Path("cache") / "model-identity.json"
+
+
+def model_paths(ctx: LtxContext) -> tuple[str, str]:
+    """The checkpoint and text encoder every stage trains and preprocesses with (config_patch writes
+    them into the configs; data_check computes the data identity from the same two paths).
+
+    ltx: what the probe found or was given. reference and simulated: ``--model-path`` (and
+    ``--text-encoder-path``, else the checkpoint itself) when given, else the backend's own base
+    weights in the run's ``models/`` (the reference backend makes them there once).
+
+    Raises:
+        BadInput: the probe found no checkpoint or text encoder (ltx), or a backend without base
+            weights of its own was given no ``--model-path``.
+    """
+    request = ctx.request
+    if request.backend == "ltx":
+        models = ctx.output(ProbeOutputs).models
+        if models is None or not models.checkpoint_path or not models.text_encoder_path:
+            # The plan blocks approval while either is missing, so no approved run gets here without them.
+            raise BadInput("The probe found no LTX checkpoint or Gemma text encoder", where="probe",
+                           fix="pass --model-path and --text-encoder-path, then resume")
+        return models.checkpoint_path, models.text_encoder_path
+    if request.model_path:
+        model = str(Path(request.model_path).expanduser().absolute())
+    elif isinstance(ctx.backend, MakesBaseWeights):
+        model = str(ctx.backend.base_weights(ctx.paths.root / "models"))
+    else:
+        raise BadInput(f"The {request.backend} backend has no base weights of its own", where="--model-path",
+                       fix="pass --model-path (and --text-encoder-path)")
+    encoder = str(Path(request.text_encoder_path).expanduser().absolute()) if request.text_encoder_path else model
+    return model, encoder
 
 
 def model_files(workspace: Path, model_path: str | None, text_encoder_path: str | None) -> dict[str, Any]:
@@ -314,7 +350,8 @@ def _summary(report: Any, reused: bool) -> dict[str, Any]:
             "checks": [asdict(c) for c in report.checks]}
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path) -> object:
+    """One sample file, as ``torch.load`` gives it (``inspect_precomputed`` checks it is a dict)."""
     import torch  # only while verifying preprocessed samples
 
     return torch.load(path, weights_only=True, map_location="cpu")

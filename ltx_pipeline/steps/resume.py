@@ -17,13 +17,13 @@ restart at step 0 and overwrite earlier files.
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.errors import ResumeRefused
+from ltx_pipeline.ltx.checkpoint_files import WEIGHTS_RE as _WEIGHTS_RE
 from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.trainer_log import Failure, classify_failure, failure_tail
 from ltx_pipeline.workspace import atomic_write
@@ -34,7 +34,6 @@ __all__ = ["CheckpointPair", "FINGERPRINT_KEYS", "check_compatible", "checkpoint
            "refuse_incompatible_checkpoints", "set_aside"]
 
 FINGERPRINT_KEYS = ("optimizer_type", "scheduler_type", "training_mode", "lora_rank")
-_WEIGHTS_RE = re.compile(r"^(lora|model)_weights_step_(\d+)\.safetensors$")
 
 
 @dataclass(frozen=True)
@@ -84,9 +83,11 @@ def read_state(state_path: Path) -> dict[str, Any]:
     """
     raw = state_path.read_bytes()
     try:
-        return json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        pass
+        data = None
+    if isinstance(data, dict):
+        return data
     try:
         import torch  # only here: a real training state is a pickle
 

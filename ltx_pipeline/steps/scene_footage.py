@@ -83,8 +83,9 @@ def write_footage(path: Path, shots: list[Shot], *, width: int = 128, height: in
     return path
 
 
-def _world(seed: int, palette_seed: int, width: int, height: int) -> npt.NDArray[np.float32]:
-    """A wrap-around RGB texture three frames wide and two high, in [0, 255]."""
+def _world(seed: int, palette_seed: int, width: int, height: int) -> npt.NDArray[np.float64]:
+    """A wrap-around RGB texture three frames wide and two high, in [0, 255] (float64: ``t`` below is
+    float32 minus integers)."""
     rng = np.random.default_rng(seed)
     big_h, big_w = height * 2, width * 3
     field_ = np.zeros((big_h, big_w), np.float32)
@@ -103,7 +104,7 @@ def _world(seed: int, palette_seed: int, width: int, height: int) -> npt.NDArray
     position = field_ * 3
     low = np.clip(np.floor(position).astype(int), 0, 2)
     t = (position - low)[..., None]
-    world = palette[low] * (1 - t) + palette[low + 1] * t
+    world: npt.NDArray[np.float64] = palette[low] * (1 - t) + palette[low + 1] * t
     for _ in range(int(rng.integers(6, 14))):  # hard-edged shapes: buildings, windows, signs
         h, w = int(rng.integers(height // 8, height // 2)), int(rng.integers(width // 10, width // 2))
         y, x = int(rng.integers(0, big_h - h)), int(rng.integers(0, big_w - w))
@@ -111,7 +112,7 @@ def _world(seed: int, palette_seed: int, width: int, height: int) -> npt.NDArray
     return world
 
 
-def _grade(frame: npt.NDArray[np.float32], degrees: float) -> npt.NDArray[np.float32]:
+def _grade(frame: npt.NDArray[np.float64], degrees: float) -> npt.NDArray[np.float64]:
     """Rotate the hue (in YIQ) by ``degrees`` and keep the luma: another colour grade of the same picture."""
     if not degrees:
         return frame

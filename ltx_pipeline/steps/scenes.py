@@ -51,7 +51,7 @@ import bisect
 import contextlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -59,6 +59,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ltx_pipeline.engine.reporting import Reporter
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.media import BadMedia, MediaInfo, read_media_info
 
@@ -102,7 +103,7 @@ class DetectorSpec:
                 + (f"; not a cut: {' or '.join(named)}" if named else ""))
 
     def make(self) -> Any:
-        import scenedetect  # type: ignore[import-untyped]
+        import scenedetect
 
         if self.kind == "content":
             return scenedetect.ContentDetector(threshold=self.threshold, min_scene_len=self.min_scene_len)
@@ -211,7 +212,7 @@ class _PlanContext(Protocol):
     def journal(self) -> Any: ...
 
     @property
-    def options(self) -> Mapping[str, Any]: ...
+    def reporter(self) -> Reporter: ...
 
     def narrate(self, text: str) -> None: ...
 
@@ -222,11 +223,8 @@ def find_cuts(ctx: _PlanContext, videos: list[str]) -> dict[str, dict[str, Any]]
         return {}
     ctx.narrate(f"Looking for scene cuts in {len(videos)} video(s) ({DETECTOR.kind} detector, frames decoded at "
                 f"most {DETECTION_WIDTH} px wide; cached per file, so re-planning decodes nothing twice)...")
-    on_count = ctx.options.get("on_count")  # the CLI's progress bar (one decode of each video takes a while)
-
-    def progress(done: int, total: int) -> None:
-        if on_count is not None:
-            on_count("looking for scene cuts", done, total)
+    def progress(done: int, total: int) -> None:  # the CLI's progress bar (one decode of each video takes a while)
+        ctx.reporter.on_count("looking for scene cuts", done, total)
 
     return scan_videos([Path(video) for video in videos], cache=ctx.journal, on_progress=progress)
 
@@ -247,7 +245,7 @@ def scan_cuts(video: Path, detectors: list[DetectorSpec]) -> tuple[float, int, l
     The benchmark measures detectors through this very function, so what it measures is what runs.
     """
     import av
-    from scenedetect import FrameTimecode  # type: ignore[import-untyped]
+    from scenedetect import FrameTimecode
 
     _video_info(video)
     made = [spec.make() for spec in detectors]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ltx_pipeline.outputs.evaluate import EvaluateOutputs
 from ltx_pipeline.steps.samples_used import samples_text
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
@@ -162,26 +163,26 @@ def _continue_line(facts: dict[str, Any]) -> str:
             "not run again. Editing a config.yaml changes nothing: the run's configs are made from run.yaml.")
 
 
-def eval_section(outputs: dict[str, Any], *, base: Path) -> str:
+def eval_section(outputs: EvaluateOutputs, *, base: Path) -> str:
     """The "Evaluation renders" section: each file and its prompt, and what was not rendered. No verdict."""
-    lines = ["The final weights (`" + Path(outputs["weights"]).name + "`) rendered by the trainer's own validation "
+    lines = ["The final weights (`" + Path(str(outputs.weights)).name + "`) rendered by the trainer's own validation "
              "at step 0; `eval/prompts.json` lists each file's prompt, conditions and source.", "",
              "| File | Category | Prompt | Source |", "|---|---|---|---|"]
-    for render in outputs["renders"]:
-        prompt = render["prompt"].replace("|", "\\|")
-        where = f"`{Path(render['file']).relative_to(base).as_posix()}`" if render["file"] else "(no file written)"
-        lines.append(f"| {where} | {render['category']} | {prompt} | "
-                     f"{render['source'] if render['category'] != 'in_distribution' else 'training caption'} |")
+    for render in outputs.renders:
+        prompt = render.prompt.replace("|", "\\|")
+        where = f"`{Path(render.file).relative_to(base).as_posix()}`" if render.file else "(no file written)"
+        lines.append(f"| {where} | {render.category} | {prompt} | "
+                     f"{render.source if render.category != 'in_distribution' else 'training caption'} |")
     lines.append("")
-    for category, note in (outputs.get("notes") or {}).items():
+    for category, note in outputs.notes.items():
         lines.append(f"- No {category.replace('_', '-')} renders: {note}.")
-    if outputs.get("retried_dims"):
-        dims = "x".join(str(d) for d in outputs["retried_dims"])
+    if outputs.retried_dims:
+        dims = "x".join(str(d) for d in outputs.retried_dims)
         lines.append(f"- The planned validation dims ran out of GPU memory; renders marked {dims} in prompts.json "
                      "were made at those smaller dims.")
-    if outputs.get("contact_sheet"):
+    if outputs.contact_sheet:
         lines.append("- Contact sheet (first, middle and last frame of each render): `eval/contact-sheet.png`.")
-    lines.append(f"- Eval config: `{outputs['eval_config']}`.")
+    lines.append(f"- Eval config: `{outputs.eval_config}`.")
     return "\n".join(lines) + "\n"
 
 

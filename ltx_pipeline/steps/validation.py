@@ -18,7 +18,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.engine.journal import ValidatedConfig, config_sha256
 from ltx_pipeline.errors import BadConfig
@@ -36,10 +36,16 @@ from ltx_pipeline.ltx.model_files import (
     text_encoder_8bit_checks,
 )
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, format_findings
+from ltx_pipeline.outputs.data_check import DataCheckOutputs, DataStage
+from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.probing.models import safetensors_header
 from ltx_pipeline.yaml_io import load_yaml
 
-__all__ = ["LaunchTarget", "StageValidation", "launch_target", "runtime_checks", "validate_stage"]
+if TYPE_CHECKING:
+    from ltx_pipeline.backends.base import TrainerBackend
+
+__all__ = ["LaunchTarget", "StageValidation", "runtime_checks", "stage_launch_target",
+           "validate_stage"]
 
 
 @dataclass(frozen=True)
@@ -55,21 +61,21 @@ class LaunchTarget:
     no_cuda: str | None = None  # why the trainer will find no CUDA GPU here; None: it will, or unknown
 
 
-def launch_target(probe: dict[str, Any], data_check: dict[str, Any], stage: dict[str, Any],
-                  processes: int) -> LaunchTarget:
-    """The launch a stage's config is judged for, from the probe's and data check's stored outputs."""
-    return LaunchTarget(stage=int(stage["index"]), buckets=stage["buckets"], processes=processes,
-                        dataset_samples=data_check["samples"] or None,
-                        shm_bytes=probe["host"].get("shm_total_bytes"),
-                        data_root=Path(stage["preprocessed_root"]), no_cuda=_no_cuda(probe))
+def stage_launch_target(probe: ProbeOutputs, data_check: DataCheckOutputs, stage: DataStage,
+                        processes: int) -> LaunchTarget:
+    """The launch a stage's config is judged for, from the probe's and data check's typed outputs."""
+    return LaunchTarget(stage=stage.index, buckets=stage.buckets, processes=processes,
+                        dataset_samples=data_check.samples or None, shm_bytes=probe.host.shm_total_bytes,
+                        data_root=Path(stage.preprocessed_root),
+                        no_cuda=_no_cuda(probe))
 
 
-def _no_cuda(probe: dict[str, Any]) -> str | None:
+def _no_cuda(probe: ProbeOutputs) -> str | None:
     """Why the trainer will find no CUDA GPU here, from the probe: GPUs nvidia-smi measured mean CUDA; a GPU
     assumed with ``--assume-gpu`` was planned for, not found here (8-bit off then only costs memory)."""
-    if not probe.get("assumed_gpu"):
+    if not probe.assumed_gpu:
         return None
-    gpus = str(probe.get("gpu_summary") or "").removesuffix(" (assumed)")
+    gpus = probe.gpu_summary.removesuffix(" (assumed)")
     return (f"the GPU was only assumed with --assume-gpu ({gpus}), not measured by nvidia-smi, so no CUDA GPU is "
             "known on this machine")
 
@@ -113,7 +119,7 @@ def runtime_checks(config: Path, target: LaunchTarget, *, warm_start_pending: bo
     return checks + (_model_file_checks(values, config.parent, target.no_cuda) if model_files else [])
 
 
-def validate_stage(backend: Any, config: Path, target: LaunchTarget, *, strict: bool,
+def validate_stage(backend: TrainerBackend, config: Path, target: LaunchTarget, *, strict: bool,
                    warm_start_pending: bool = False) -> StageValidation:
     """Validate ``config`` for ``target``: the schema through the backend, then the runtime rules.
 

@@ -16,17 +16,18 @@ label with only idle readings has no peak (``None``: "not measured"), never 0.0 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 from collections.abc import Callable, Sequence
 
 import psutil
 
+from ltx_pipeline.env_names import NVIDIA_SMI_ENV
+from ltx_pipeline.probing.nvidia_smi import nvidia_smi_command
+
 __all__ = ["IDLE_MIB", "NVIDIA_SMI_ENV", "ResourceSampler", "gpu_reader", "nvidia_smi_reader", "nvml_reader",
            "process_tree_rss"]
 
-NVIDIA_SMI_ENV = "LTX_PIPELINE_NVIDIA_SMI"
 IDLE_MIB = 32.0  # readings at or below this are an idle (or fake) card, not a trial's memory
 MemoryReader = Callable[[], dict[int, float]]  # GPU index -> MiB in use
 
@@ -34,7 +35,7 @@ MemoryReader = Callable[[], dict[int, float]]  # GPU index -> MiB in use
 def nvidia_smi_reader(executable: str | None = None, indices: Sequence[int] = (), timeout_s: float = 5.0
                       ) -> MemoryReader:
     """A reader that runs nvidia-smi once per call (``--nvidia-smi`` or ``$LTX_PIPELINE_NVIDIA_SMI``)."""
-    smi = executable or os.environ.get(NVIDIA_SMI_ENV) or "nvidia-smi"
+    smi = nvidia_smi_command(executable)
     wanted = set(indices)
 
     def read() -> dict[int, float]:

@@ -14,9 +14,10 @@ import os
 import re
 from pathlib import Path
 
+from ltx_pipeline.env_names import STORE_ENV
+
 __all__ = ["OPTUNA_SCHEMA", "STORE_ENV", "is_sqlite", "optuna_storage", "redact", "store_target"]
 
-STORE_ENV = "LTX_PIPELINE_STORE"
 OPTUNA_SCHEMA = "optuna"
 _PASSWORD = re.compile(r"(://[^:/@]+:)[^@]*(@)")
 

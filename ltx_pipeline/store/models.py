@@ -53,6 +53,9 @@ class PhaseRun(SQLModel, table=True):
     fingerprint: str = Field(default="")
     fingerprint_parts: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     outputs: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    # The schema version of ``outputs`` (engine.outputs.PhaseOutputs.SCHEMA_VERSION); 0: written before
+    # phase outputs were typed, read through each model's ``upgrade``.
+    outputs_version: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     summary: str = Field(default="")
     error: str | None = None
     approval_subject: str | None = None

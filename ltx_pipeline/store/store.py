@@ -194,7 +194,8 @@ class Store:
             return row
 
     def finish_phase(self, phase_run_id: int, *, status: str, run_state: str, outputs: dict[str, Any] | None = None,
-                     summary: str = "", error: str | None = None, approval_subject: str | None = None,
+                     outputs_version: int = 0, summary: str = "", error: str | None = None,
+                     approval_subject: str | None = None,
                      approval_blockers: list[str] | None = None) -> None:
         """Close an attempt with its outputs and move the run to ``run_state`` together."""
         with self._session() as s:
@@ -202,6 +203,7 @@ class Store:
             row.status = status
             row.finished_at = utcnow()
             row.outputs = outputs or {}
+            row.outputs_version = outputs_version
             row.summary = summary
             row.error = error
             row.approval_subject = approval_subject

@@ -20,7 +20,8 @@ Public API (pure standard library, safe to import from the CLI at start-up):
 - ``classify_failure(exit_code, signal, log_tail, stderr_tail=None, *, config=None,
   initial_validation=None) -> Failure`` with ``Failure.kind`` in ``FAILURE_KINDS``, ``Failure.phase`` in
   ``PHASES`` (or None), ``Failure.rank`` (multi-process launches) and ordered ``FixStep(path, value,
-  reason)`` entries (``path`` None = advice, not a config diff). ``canonical_kind`` maps a stored kind
+  reason)`` entries (``path`` None = advice, not a config diff; ``Failure.config_changes`` gives the
+  diffs alone as ``ConfigChange``, whose ``path`` is always set). ``canonical_kind`` maps a stored kind
   of an earlier version (``LEGACY_KINDS``: ``environment`` -> ``dependency_error``) to today's name.
 
 Import from this package only; the inner modules are private and import one way
@@ -71,7 +72,7 @@ from ltx_pipeline.trainer_log._follow import (
     read_tail,
 )
 from ltx_pipeline.trainer_log._grammar import LogParser, parse_lines
-from ltx_pipeline.trainer_log._kinds import FAILURE_KINDS, LEGACY_KINDS, PHASES, FixStep, canonical_kind
+from ltx_pipeline.trainer_log._kinds import FAILURE_KINDS, LEGACY_KINDS, PHASES, ConfigChange, FixStep, canonical_kind
 from ltx_pipeline.trainer_log._progress import TrainingProgress
 
 __all__ = [
@@ -86,6 +87,7 @@ __all__ = [
     "CheckpointLoading",
     "CheckpointRemoved",
     "CheckpointSaved",
+    "ConfigChange",
     "DatasetLoaded",
     "ErrorSignal",
     "Event",

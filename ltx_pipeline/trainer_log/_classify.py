@@ -24,11 +24,11 @@ from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.trainer_log._detect import dataset_failure, dependency_failure, stale_embeddings_failure
 from ltx_pipeline.trainer_log._events import ErrorSignal, Event, StepEvent
 from ltx_pipeline.trainer_log._grammar import parse_lines
-from ltx_pipeline.trainer_log._kinds import FAILURE_KINDS, FixStep
+from ltx_pipeline.trainer_log._kinds import FAILURE_KINDS, ConfigChange, FixStep
 from ltx_pipeline.trainer_log._launcher import failed_rank_from_summary, strip_launcher_prefixes
 from ltx_pipeline.trainer_log._phase import find_phase
 
-__all__ = ["FAILURE_KINDS", "Failure", "FixStep", "classify_failure"]
+__all__ = ["FAILURE_KINDS", "ConfigChange", "Failure", "FixStep", "classify_failure"]
 
 SIGKILL = 9
 SIGBUS = 7
@@ -52,9 +52,9 @@ class Failure:
     phase_evidence: str | None = None  # the trainer's line (or traceback frame) the phase was read from
 
     @property
-    def config_changes(self) -> list[FixStep]:
+    def config_changes(self) -> list[ConfigChange]:
         """Only the fixes that are config diffs (``path`` is not None), in order."""
-        return [step for step in self.fix if step.path is not None]
+        return [ConfigChange(step.path, step.value, step.reason) for step in self.fix if step.path is not None]
 
 
 def classify_failure(exit_code: int | None, signal: int | None, log_tail: list[str],

@@ -124,7 +124,7 @@ def _buckets(text: str) -> list[tuple[int, int, int]]:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
         return []
-    return [tuple(int(v) for v in b) for b in value if isinstance(b, (list, tuple)) and len(b) == 3]  # type: ignore[misc]
+    return [(int(b[0]), int(b[1]), int(b[2])) for b in value if isinstance(b, (list, tuple)) and len(b) == 3]
 
 
 def _bucket_fix(frames: int, available: str) -> list[FixStep]:

@@ -8,13 +8,21 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["FAILURE_KINDS", "LEGACY_KINDS", "PHASES", "FixStep", "canonical_kind"]
+__all__ = ["FAILURE_KINDS", "LEGACY_KINDS", "PHASES", "ConfigChange", "FixStep", "canonical_kind"]
 
 
 class FixStep(NamedTuple):
     """One proposed change: ``path`` is a dotted config path, or None for advice that is no config diff."""
 
     path: str | None
+    value: Any
+    reason: str
+
+
+class ConfigChange(NamedTuple):
+    """A ``FixStep`` that is a config diff: set the dotted config ``path`` to ``value``."""
+
+    path: str
     value: Any
     reason: str
 

@@ -70,12 +70,12 @@ _UNREADABLE_RE = re.compile(r"Failed to read (video|audio) at (\S.*?): (.*?)\s*$
 _SHORT_AUDIO_RE = re.compile(r"Skipping (\S.*?) \(([\d.]+)s\) \W+ shorter than (.*?)\s*$")
 _WANDB_RE = re.compile(r"https://wandb\.ai/\S+?/runs/[^\s'\"<>)\]]+")
 _STATS_ITEMS = {
-    "total_time_minutes": (re.compile(r"Total time: ([\d.]+) minutes"), float),
-    "steps_per_second": (re.compile(r"Training speed: ([\d.]+) steps/second"), float),
-    "samples_per_second": (re.compile(r"Samples/second: ([\d.]+)"), float),
-    "peak_gpu_memory_gb": (re.compile(r"Peak GPU memory: ([\d.]+) GB"), float),
-    "num_processes": (re.compile(r"Number of processes: (\d+)"), int),
-    "global_batch_size": (re.compile(r"Global batch size: (\d+)"), int),
+    "total_time_minutes": re.compile(r"Total time: ([\d.]+) minutes"),
+    "steps_per_second": re.compile(r"Training speed: ([\d.]+) steps/second"),
+    "samples_per_second": re.compile(r"Samples/second: ([\d.]+)"),
+    "peak_gpu_memory_gb": re.compile(r"Peak GPU memory: ([\d.]+) GB"),
+    "num_processes": re.compile(r"Number of processes: (\d+)"),
+    "global_batch_size": re.compile(r"Global batch size: (\d+)"),
 }
 STATS_ITEM_LINE_RE = re.compile(
     r"^\s*- (Total time|Training speed|Samples/second|Peak GPU memory|Number of processes|Global batch size):"
@@ -126,14 +126,16 @@ def step_event(step: str, total: str, loss: str, lr: str, step_time: str, hours:
 
 def stats_event(text: str) -> TrainingStats | None:
     """The statistics block in ``text``, or None while a required item is missing."""
-    values: dict[str, float | int] = {}
-    for name, (pattern, kind) in _STATS_ITEMS.items():
-        match = pattern.search(text)
-        if match:
-            values[name] = kind(match.group(1))
-    if not all(name in values for name in _STATS_REQUIRED):
+    found = {name: match.group(1) for name, pattern in _STATS_ITEMS.items() if (match := pattern.search(text))}
+    if not all(name in found for name in _STATS_REQUIRED):
         return None
-    return TrainingStats(**values)  # type: ignore[arg-type]
+
+    def count(name: str) -> int | None:  # the multi-GPU items: absent on one process
+        return int(found[name]) if name in found else None
+
+    return TrainingStats(float(found["total_time_minutes"]), float(found["steps_per_second"]),
+                         float(found["samples_per_second"]), float(found["peak_gpu_memory_gb"]),
+                         num_processes=count("num_processes"), global_batch_size=count("global_batch_size"))
 
 
 def _int(text: str) -> int:

@@ -155,7 +155,7 @@ def test_driver_and_worker_share_the_sweep_and_find_the_single_host_winner(store
     space = [outputs["baseline"], *(t["knobs"] for t in outputs["trials"][1:]),
              *(p["knobs"] for p in outputs["pruned"])]
     alone = simulate_sweep(load_surface(tmp_path / "surface.yaml"), space, outputs["baseline"], headroom=0.05,
-                           effective_batch=outputs["effective_batch"])
+                           per_gpu_batch=outputs["per_gpu_batch"])
     assert {k: outputs["winner"][k] for k in SPACE} == {k: alone["chosen"][k] for k in SPACE}
     assert shared.user_attrs.get("finished") is True
     markdown = (tmp_path / "ws" / "r1" / "autotune.md").read_text()

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from ltx_pipeline.engine import Outcome, PhaseResult, RunContext, Runner, approve_plan
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.engine.lock import DriverLock
-from ltx_pipeline.engine.status import status_report
+from ltx_pipeline.engine.outputs import PhaseOutputs
 from ltx_pipeline.errors import ApprovalRefused, BadInput, PhaseFailed, RunLocked
+from ltx_pipeline.status.report import status_report
 from ltx_pipeline.store import Store
 from ltx_pipeline.workspace import Workspace
 
@@ -23,18 +24,27 @@ class Request:
     blocked: bool = False
 
 
+class Recorded(PhaseOutputs):
+    """What a recording phase outputs (its name is stored per row; one model serves every fake phase)."""
+
+    PHASE: ClassVar[str] = "recorded"
+    steps: int
+    seen: list[str]
+
+
 @dataclass
 class RecordingPhase:
     """A phase that records each call and outputs a function of the request."""
 
     name: str
+    outputs_type: ClassVar[type[Recorded]] = Recorded
     heavy: bool = False
     approval: bool = False
     fail_with: BaseException | None = None
     calls: list[str] = field(default_factory=list)
 
     def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
-        upstream = {k: digest(v) for k, v in ctx.upstream.items()}
+        upstream = {k: ctx.output_digest(k) for k in ctx.upstream}
         return {"run request": {"steps": ctx.request.steps}, "upstream": upstream}
 
     def run(self, ctx: RunContext) -> PhaseResult:
@@ -42,14 +52,14 @@ class RecordingPhase:
         if self.fail_with is not None:
             raise self.fail_with
         ctx.narrate(f"{self.name} working")
-        outputs = {"steps": ctx.request.steps, "seen": sorted(ctx.upstream)}
+        outputs = Recorded(steps=ctx.request.steps, seen=sorted(ctx.upstream))
         if self.approval:
-            return PhaseResult(outputs, approval_subject=digest(outputs),
+            return PhaseResult(outputs, approval_subject=digest(outputs.to_stored()),
                                approval_blockers=["model files missing"] if ctx.request.blocked else [])
         return PhaseResult(outputs)
 
-    def summary(self, outputs: dict[str, Any]) -> str:
-        return f"{self.name} done with steps={outputs['steps']}"
+    def summary(self, outputs: Recorded) -> str:
+        return f"{self.name} done with steps={outputs.steps}"
 
 
 @pytest.fixture
@@ -184,3 +194,19 @@ def test_events_record_narration_in_order(setup) -> None:
     assert "probe working" in messages and "plan working" in messages
     assert messages.index("probe working") < messages.index("plan working")
     assert ("result", "probe done with steps=2000") in seen
+
+
+class Other(PhaseOutputs):
+    PHASE: ClassVar[str] = "other"
+
+
+def test_a_phase_returning_another_outputs_type_than_it_declares_fails(setup) -> None:
+    ws, store, run = setup
+
+    class Liar(RecordingPhase):
+        def run(self, ctx: RunContext) -> PhaseResult:  # type: ignore[override]
+            return PhaseResult(Other())
+
+    with pytest.raises(PhaseFailed, match="returned Other, not its declared Recorded"):
+        Runner(store, ws, [Liar("probe")]).drive(run, Request())
+    assert store.latest_phase_runs(run.id)["probe"].status == "failed"

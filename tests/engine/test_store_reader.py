@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ltx_pipeline.cli import main
-from ltx_pipeline.engine.status import status_report
+from ltx_pipeline.status.report import status_report
 from ltx_pipeline.store import Store
 from ltx_pipeline.store.models import Approval, Checkpoint, Event, Metric, PhaseRun, Process, Run
 from ltx_pipeline.store.reader import StoreReader

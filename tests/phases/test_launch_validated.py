@@ -14,6 +14,8 @@ import yaml
 
 from ltx_pipeline.cli import main
 from ltx_pipeline.engine.journal import config_sha256
+from ltx_pipeline.outputs.autotune import AutotuneOutputs
+from ltx_pipeline.outputs.validate import ValidateOutputs
 from tests.phases.train_helpers import SURFACE, clips, resume, simulated_args, store_of
 
 FOUR_H100 = "NVIDIA H100 80GB HBM3,81559,4"
@@ -67,17 +69,20 @@ class _PatchAfterValidate:
 
     name, heavy = "autotune", True
 
+    outputs_type = AutotuneOutputs
+
     def fingerprint(self, ctx):  # noqa: ANN001, ANN201
-        return {"validate": ctx.output("validate")["stages"][0]["config_sha256"]}
+        return {"validate": ctx.output(ValidateOutputs).stages[0].config_sha256}
 
     def run(self, ctx):  # noqa: ANN001, ANN201
         from ltx_pipeline.engine import PhaseResult
         from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 
-        config = Path(ctx.output("validate")["stages"][0]["config"])
+        config = Path(ctx.output(ValidateOutputs).stages[0].config)
         text, _ = apply_patches(config.read_text(), [Patch("optimization.batch_size", 8, "autotune")])
         config.write_text(text)
-        return PhaseResult({"patched": True})
+        return PhaseResult(AutotuneOutputs(off="patched by the test (no sweep)", baseline={}, deltas={}, patches=[],
+                                           reports={}))
 
     def summary(self, outputs):  # noqa: ANN001, ANN201
         return "patched"

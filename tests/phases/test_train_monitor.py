@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from ltx_pipeline.cli import main
-from ltx_pipeline.engine.live import live_training
+from ltx_pipeline.status.live import live_training
 from ltx_pipeline.steps.follow import log_summary
 from tests.phases.train_helpers import (
     SURFACE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -96,10 +97,33 @@ def run_trainer(config: Path, *extra: str, env: dict | None = None, timeout: int
                           check=False)
 
 
+@pytest.fixture(scope="session")
+def default_project_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default project (base, 4 clips of 64x64x17 with audio, their preprocessing), built once per run.
+
+    Under xdist every worker is its own process: they share the run's temp root, and the first to take the
+    lock builds the project there (a few seconds of torch and PyAV); the others wait and reuse it. It is never
+    trained in: ``project`` hands each module a copy.
+    """
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's root, not a user-wide one
+    source = shared / "reference-default-project"
+    with FileLock(str(shared / "reference-default-project.lock")):
+        if not (source / ".complete").is_file():
+            shutil.rmtree(source, ignore_errors=True)  # a build that died half-way
+            make_project(source)
+            (source / ".complete").write_text("")
+    return source
+
+
 @pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    """One shared project per test module (4 clips of 64x64x17 with audio)."""
-    return make_project(tmp_path_factory.mktemp("reference"))
+def project(tmp_path_factory: pytest.TempPathFactory, default_project_source: Path) -> Project:
+    """One project per test module (4 clips of 64x64x17 with audio): a copy of the run's default project."""
+    root = tmp_path_factory.mktemp("reference")
+    shutil.copytree(default_project_source, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".complete"))
+    return Project(root, root / "base.safetensors", root / ".precomputed")
 
 
 def train_in_process(config: Path, capsys: pytest.CaptureFixture, env: dict | None = None,

@@ -189,7 +189,7 @@ class Sequence:
         return self.run_state() == "finished"
 
     def holds_lock(self, pid: int) -> bool:
-        from ltx_pipeline.engine.status import driver_alive
+        from ltx_pipeline.status.report import driver_alive
 
         driver = driver_alive(self.run_dir / ".driver.lock")
         return driver is not None and driver["pid"] == pid

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import copy
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +19,68 @@ def test_import_contracts_hold() -> None:
     from importlinter.cli import lint_imports
 
     assert lint_imports(config_filename=str(REPO / "pyproject.toml")) == 0
+
+
+def _contract(name_start: str) -> Any:
+    """The pyproject contract whose name starts with ``name_start``, built as lint-imports builds it."""
+    from importlinter.api import read_configuration
+    from importlinter.contracts.forbidden import ForbiddenContract
+    from importlinter.contracts.independence import IndependenceContract
+
+    config = read_configuration(str(REPO / "pyproject.toml"))
+    options = next(c for c in config["contracts_options"] if c["name"].startswith(name_start))
+    kind = {"forbidden": ForbiddenContract, "independence": IndependenceContract}[options["type"]]
+    return kind(name=options["name"], session_options=config["session_options"], contract_options=options)
+
+
+@pytest.mark.parametrize(("contract", "importer", "imported"), [
+    ("Phases are independent", "phases.data_check", "phases.config_patch"),
+    ("Phases are independent", "phases.train", "phases.monitor"),
+    ("Steps and phases never open the store", "ltx_pipeline.steps.nodes", "ltx_pipeline.store.store"),
+    ("Steps and phases never open the store", "ltx_pipeline.steps.autotune.study", "ltx_pipeline.store"),
+    ("Steps and phases never open the store", "phases.train", "ltx_pipeline.store.models"),
+    ("Only the CLI uses typer and rich", "ltx_pipeline.steps.summary", "rich"),
+    ("Only the CLI uses typer and rich", "ltx_pipeline.backends.ltx", "typer"),
+    ("torch and optuna stay out", "ltx_pipeline.backends.reference", "torch"),
+    ("torch and optuna stay out", "ltx_pipeline.steps.evaluation", "optuna"),
+])
+def test_a_forbidden_import_breaks_its_contract(contract: str, importer: str, imported: str) -> None:
+    """Each contract is kept by the code as it is, and broken by the one import it exists to stop."""
+    import grimp
+
+    graph = grimp.build_graph("ltx_pipeline", "phases", include_external_packages=True)
+    assert _contract(contract).check(copy.deepcopy(graph), verbose=False).kept  # a check may prune the graph
+    graph.add_import(importer=importer, imported=imported, line_number=1, line_contents=f"import {imported}")
+    assert not _contract(contract).check(graph, verbose=False).kept
+
+
+def _module_level_imports(tree: ast.Module, names: set[str]) -> list[int]:
+    """Lines that import one of ``names`` outside any function (so at import time), bar TYPE_CHECKING blocks."""
+    found: list[int] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return  # a lazy import: paid only when the function runs
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            return  # read by type checkers only
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] in names for a in node.names):
+            found.append(node.lineno)
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in names:
+            found.append(node.lineno)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def test_torch_and_optuna_are_imported_only_inside_functions() -> None:
+    """The torch/optuna contract lists who may import them; this says how: lazily, never at start-up."""
+    toy = REPO / "ltx_pipeline" / "reference_trainer"  # a separate program: torch is what it is about
+    eager = {f"{p.relative_to(REPO)}:{line}" for folder in SHIPPED for p in (REPO / folder).rglob("*.py")
+             if toy not in p.parents
+             for line in _module_level_imports(ast.parse(p.read_text(encoding="utf-8")), {"torch", "optuna"})}
+    assert eager == set()
 
 
 def test_ruff_is_clean() -> None:

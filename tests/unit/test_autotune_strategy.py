@@ -44,7 +44,7 @@ def result(k, outcome="fit", step=5.0, peak=20.0, vpeak=None, seconds=100.0) -> 
 def planner(base="low_vram", e=1, capacity=32.0, headroom=0.05, multi=False, baseline=None) -> SweepPlanner:
     baseline = baseline or (LOW if base == "low_vram" else STD)
     space = search_space(base, e, multi, baseline)
-    return SweepPlanner(space, space[0], capacity_gb=capacity, headroom=headroom, effective_batch=e)
+    return SweepPlanner(space, space[0], capacity_gb=capacity, headroom=headroom, per_gpu_batch=e)
 
 
 # --- search space ---------------------------------------------------------------------------------
@@ -270,7 +270,7 @@ def test_skill_stops_at_a_quantization_oom_and_never_tries_adamw():
     assert (skill["trials_run"], skill["trials_oom"]) == (2, 1)
     assert skill["chosen"] == knobs()
     space = search_space("low_vram", 1, False, LOW)
-    sweep = simulate_sweep(s, space, space[0], headroom=0.05, effective_batch=1)
+    sweep = simulate_sweep(s, space, space[0], headroom=0.05, per_gpu_batch=1)
     assert sweep["chosen"] == knobs(o="adamw")
     assert sweep["objective"] == exhaustive_optimum(s, space, 0.05, 1)[1]
 
@@ -278,10 +278,10 @@ def test_skill_stops_at_a_quantization_oom_and_never_tries_adamw():
 def _bench(path: Path):
     surface = load_surface(path)
     tier, _ = classify_tier([surface.gpu.memory_mib])
-    e, multi = surface.effective_batch, "multibucket" in path.name
+    e, multi = surface.per_gpu_batch, "multibucket" in path.name
     space = search_space(tier.base, e, multi, LOW if tier.base == "low_vram" else STD)
     optimum = exhaustive_optimum(surface, space, 0.05, e)
-    sweep = simulate_sweep(surface, space, space[0], headroom=0.05, effective_batch=e)
+    sweep = simulate_sweep(surface, space, space[0], headroom=0.05, per_gpu_batch=e)
     skill = skill_greedy(surface, space[0], e, 0.05, multi_bucket=multi)
     return surface, space, optimum, sweep, skill
 
@@ -343,8 +343,17 @@ def test_on_random_monotone_surfaces_the_sweep_always_finds_the_exhaustive_optim
         surface = _random_surface(rng, base, e)
         space = search_space(base, e, False, LOW if base == "low_vram" else STD)
         best, objective = exhaustive_optimum(surface, space, 0.05, e)
-        sweep = simulate_sweep(surface, space, space[0], headroom=0.05, effective_batch=e)
+        sweep = simulate_sweep(surface, space, space[0], headroom=0.05, per_gpu_batch=e)
         assert sweep["chosen"] == best
         if best is not None:
             assert sweep["objective"] == pytest.approx(objective)
         assert sweep["trials_run"] + len(sweep["pruned"]) == len(space)
+
+
+def test_a_surface_file_from_before_the_rename_reads_its_per_gpu_batch(tmp_path: Path) -> None:
+    """Surface files once named the per-GPU batch ``effective_batch``: the same value, under its own name."""
+    text = (SURFACES / "h100_80gb.yaml").read_text(encoding="utf-8")
+    assert "\nper_gpu_batch: 2\n" in text
+    old = tmp_path / "old.yaml"
+    old.write_text(text.replace("\nper_gpu_batch: 2\n", "\neffective_batch: 2\n"), encoding="utf-8")
+    assert load_surface(old).per_gpu_batch == load_surface(SURFACES / "h100_80gb.yaml").per_gpu_batch == 2

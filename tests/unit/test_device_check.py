@@ -10,6 +10,9 @@ import pytest
 
 from ltx_pipeline.errors import EXIT_BAD_INPUT, BadRequest
 from ltx_pipeline.ltx.launch_checks import device_placement_line, device_problem, visible_gpus
+from ltx_pipeline.outputs.data_check import DataCheckOutputs
+from ltx_pipeline.outputs.plan import PlanOutputs
+from ltx_pipeline.outputs.probe import ProbeOutputs
 from phases.validate import ValidatePhase
 
 TRAINER_SRC = Path("/work/shared/ltx2-src")
@@ -41,7 +44,9 @@ def test_only_the_real_trainer_on_this_machines_gpus_is_checked(backend: str, sl
 
 def _ctx(processes: int | None, gpus: int) -> SimpleNamespace:
     request = SimpleNamespace(backend="ltx", processes=processes, nodes=1, slurm=False)
-    outputs = {"plan": {"recipe": {"training_mode": "lora"}}, "probe": {"gpu_count": gpus}}
+    # A plan stored before it recorded its launch (launch None): validate derives it from the request, as the plan did.
+    outputs = {PlanOutputs: SimpleNamespace(launch=None, recipe=SimpleNamespace(training_mode="lora")),
+               ProbeOutputs: SimpleNamespace(gpu_count=gpus), DataCheckOutputs: SimpleNamespace()}
     return SimpleNamespace(request=request, narrate=lambda text: None, output=outputs.__getitem__)
 
 

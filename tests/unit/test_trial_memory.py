@@ -71,7 +71,7 @@ def record(planner: SweepPlanner, done, number: int) -> dict:
 def outputs(planner: SweepPlanner, trials: list[dict]) -> dict:
     winner = planner.winner() if planner.best() else None
     return {"study": "r1-autotune", "storage": "optuna.db", "capacity_gb": 79.6, "headroom": 0.05,
-            "limit_gb": planner.limit_gb, "effective_batch": 1, "trials": trials,
+            "limit_gb": planner.limit_gb, "per_gpu_batch": 1, "processes": 1, "effective_batch": 1, "trials": trials,
             "pruned": [{"knobs": p.knobs, "reason": p.reason} for p in planner.pruned], "winner": winner,
             "deltas": {}, "objective": planner.objective(planner.best()) if planner.best() else None}
 
@@ -99,7 +99,7 @@ def test_the_reference_backend_with_a_memory_scale_names_its_accounting(tmp_path
 
 def test_a_reference_sweep_without_a_scale_is_judged_on_step_time_only_and_says_so(tmp_path) -> None:
     space = search_space("standard", 1, False, STD)
-    planner = SweepPlanner(space, space[0], capacity_gb=79.6, effective_batch=1)
+    planner = SweepPlanner(space, space[0], capacity_gb=79.6, per_gpu_batch=1)
     trials = []
     # Checkpointing off is faster and, in the toy's own bytes, hungrier: the old 0.0 GB reading made it "fit".
     for number, (knobs, step, raw) in enumerate([(STD, 0.50, 3), (OFF, 0.40, 5)], start=1):
@@ -136,7 +136,7 @@ def test_a_fake_cards_1_mib_reading_is_not_a_measurement(tmp_path, fake_smi) -> 
     memory = _peaks("ltx", tmp_path, TrainingProgress(41), sampler, 20.0)
     assert memory.validation.gb is None and "idle card" in memory.validation.missing
     space = search_space("standard", 1, False, STD)
-    planner = SweepPlanner(space, space[0], capacity_gb=79.6, effective_batch=1)
+    planner = SweepPlanner(space, space[0], capacity_gb=79.6, per_gpu_batch=1)
     done, _ = finish(tmp_path, "ltx", STD, memory)
     planner.record(done.result)
     trial = record(planner, done, 1)
@@ -159,7 +159,7 @@ def test_a_validation_peak_the_sampler_missed_makes_a_trial_unmeasured_not_fit(t
     memory = _peaks("ltx", tmp_path, TrainingProgress(41), sampler, 20.0)
     assert memory.training.gb == pytest.approx(30000 / 1024) and memory.training.source == "vram sampler (nvml)"
     space = search_space("standard", 1, False, STD)
-    planner = SweepPlanner(space, space[0], capacity_gb=79.6, effective_batch=1)
+    planner = SweepPlanner(space, space[0], capacity_gb=79.6, per_gpu_batch=1)
     done, _ = finish(tmp_path, "ltx", STD, memory)
     planner.record(done.result)
     assert done.result.outcome == UNMEASURED and not planner.fits(done.result)
@@ -177,7 +177,7 @@ def test_a_measured_ltx_trial_fits_with_each_source_named(tmp_path) -> None:
     sampler.sample()
     memory = _peaks("ltx", tmp_path, TrainingProgress(41), sampler, 20.0)
     space = search_space("standard", 1, False, STD)
-    planner = SweepPlanner(space, space[0], capacity_gb=79.6, effective_batch=1)
+    planner = SweepPlanner(space, space[0], capacity_gb=79.6, per_gpu_batch=1)
     done, _ = finish(tmp_path, "ltx", STD, memory)
     planner.record(done.result)
     trial = record(planner, done, 1)

@@ -143,7 +143,8 @@ def _trial(number: int, outcome: str, step: float | None, peak: float | None, **
 
 
 SWEEP = {"study": "r1-autotune", "storage": "optuna.db", "capacity_gb": 80.0, "limit_gb": 72.0, "headroom": 0.1,
-         "effective_batch": 1, "winner": KNOBS, "deltas": {}, "objective": 2.1, "pruned": [], "trials": [
+         "per_gpu_batch": 1, "processes": 1, "effective_batch": 1, "winner": KNOBS, "deltas": {}, "objective": 2.1,
+         "pruned": [], "trials": [
              _trial(0, "fit", 2.1, 60.0),
              _trial(1, "oom_training", None, None),
              _trial(2, "unmeasured", 1.8, None),

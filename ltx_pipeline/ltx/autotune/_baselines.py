@@ -96,29 +96,29 @@ def trial_cost(surface: CostSurface, knobs: Knobs, *, steps: int, validations: i
                        point.validation_peak_vram_gb, seconds, reason)
 
 
-def _objective(result: TrialResult, effective_batch: int) -> float:
+def _objective(result: TrialResult, per_gpu_batch: int) -> float:
     if result.outcome != "fit" or result.step_time_s is None:
         return math.inf
-    return result.step_time_s * effective_batch / int(result.knobs["batch_size"])
+    return result.step_time_s * per_gpu_batch / int(result.knobs["batch_size"])
 
 
 def exhaustive_optimum(surface: CostSurface, space: list[Knobs], headroom: float,
-                       effective_batch: int) -> tuple[Knobs | None, float]:
+                       per_gpu_batch: int) -> tuple[Knobs | None, float]:
     """The fastest config of ``space`` that fits, by running every one (ties: closer to ``space[0]``).
 
     Returns:
-        (knobs, seconds per optimizer step at the effective batch), or (None, inf) when none fits.
+        (knobs, seconds per optimizer step at the per-GPU batch), or (None, inf) when none fits.
     """
     baseline = space[0]
     scored = []
     for i, knobs in enumerate(space):
         result = trial_cost(surface, knobs, steps=1, validations=1, headroom=headroom)
-        scored.append((_objective(result, effective_batch), distance(knobs, baseline), i, knobs))
+        scored.append((_objective(result, per_gpu_batch), distance(knobs, baseline), i, knobs))
     best = min(scored, key=lambda s: s[:3])
     return (dict(best[3]), best[0]) if math.isfinite(best[0]) else (None, math.inf)
 
 
-def skill_greedy(surface: CostSurface, baseline: Knobs, effective_batch: int, headroom: float,
+def skill_greedy(surface: CostSurface, baseline: Knobs, per_gpu_batch: int, headroom: float,
                  trial_steps: int = SKILL_TRIAL_STEPS, *, multi_bucket: bool = False) -> dict[str, Any]:
     """The official skill's Phase 6 procedure (train-model-skill.md §2) on ``surface``.
 
@@ -137,7 +137,7 @@ def skill_greedy(surface: CostSurface, baseline: Knobs, effective_batch: int, he
         dict with ``chosen`` (knobs, or None when the baseline fails), ``trials_run``, ``trials_oom``,
         ``trial_seconds``, ``objective`` and ``trials`` (per-trial knobs, outcome, seconds).
     """
-    current = normalize(baseline, effective_batch)
+    current = normalize(baseline, per_gpu_batch)
     low_vram = current["quantization"] is not None or current["optimizer_type"] == "adamw8bit"
     changes: list[tuple[dict[str, Any], str]] = []  # (change, on failure: "stop" or "continue")
     if low_vram:
@@ -145,8 +145,8 @@ def skill_greedy(surface: CostSurface, baseline: Knobs, effective_batch: int, he
     else:
         changes.append(({"enable_gradient_checkpointing": False}, "continue"))
     if not multi_bucket:
-        changes += [({"batch_size": b, "gradient_accumulation_steps": effective_batch // b}, "stop")
-                    for b in (2, 4) if effective_batch % b == 0 and b > current["batch_size"]]
+        changes += [({"batch_size": b, "gradient_accumulation_steps": per_gpu_batch // b}, "stop")
+                    for b in (2, 4) if per_gpu_batch % b == 0 and b > current["batch_size"]]
     trials: list[TrialResult] = [_skill_trial(surface, current, trial_steps, headroom)]
     best = trials[0] if trials[0].outcome == "fit" else None
     for change, on_failure in changes:
@@ -161,13 +161,13 @@ def skill_greedy(surface: CostSurface, baseline: Knobs, effective_batch: int, he
             if on_failure == "stop":
                 break
             continue
-        if _objective(result, effective_batch) >= _objective(best, effective_batch):
+        if _objective(result, per_gpu_batch) >= _objective(best, per_gpu_batch):
             break  # no step-time improvement
         best = result
     return {"chosen": dict(best.knobs) if best else None, "trials_run": len(trials),
             "trials_oom": sum(1 for t in trials if t.outcome.startswith("oom")),
             "trial_seconds": sum(t.seconds for t in trials),
-            "objective": _objective(best, effective_batch) if best else math.inf,
+            "objective": _objective(best, per_gpu_batch) if best else math.inf,
             "trials": [{"knobs": t.knobs, "outcome": t.outcome, "seconds": t.seconds} for t in trials]}
 
 
@@ -176,7 +176,7 @@ def _skill_trial(surface: CostSurface, knobs: Knobs, steps: int, headroom: float
 
 
 def simulate_sweep(surface: CostSurface, space: list[Knobs], baseline: Knobs, *, headroom: float,
-                   effective_batch: int, trial_steps: int = SWEEP_TRIAL_STEPS) -> dict[str, Any]:
+                   per_gpu_batch: int, trial_steps: int = SWEEP_TRIAL_STEPS) -> dict[str, Any]:
     """Run ``SweepPlanner`` against ``trial_cost`` on ``surface``.
 
     Returns:
@@ -185,7 +185,7 @@ def simulate_sweep(surface: CostSurface, space: list[Knobs], baseline: Knobs, *,
         ``trials`` (per-trial knobs, outcome, seconds).
     """
     planner = SweepPlanner(space, baseline, capacity_gb=surface.capacity_gb, headroom=headroom,
-                           effective_batch=effective_batch)
+                           per_gpu_batch=per_gpu_batch)
     while (knobs := planner.next_trial()) is not None:
         planner.record(trial_cost(surface, knobs, steps=trial_steps, validations=SWEEP_VALIDATIONS,
                                   headroom=headroom))
@@ -200,7 +200,7 @@ def simulate_sweep(surface: CostSurface, space: list[Knobs], baseline: Knobs, *,
                         "summary": format_knobs(t.knobs)} for t in trials]}
 
 
-def end_to_end_anchors(surface: CostSurface, space: list[Knobs], headroom: float, effective_batch: int, *,
+def end_to_end_anchors(surface: CostSurface, space: list[Knobs], headroom: float, per_gpu_batch: int, *,
                        training_steps: int, trial_steps: int, multi_bucket: bool) -> dict[str, dict[str, Any]]:
     """GPU seconds before and during training (sweep + ``training_steps`` at the chosen config) of three anchors.
 
@@ -213,8 +213,8 @@ def end_to_end_anchors(surface: CostSurface, space: list[Knobs], headroom: float
     Each entry holds ``sweep_seconds``, ``objective`` and ``end_to_end_seconds`` (None when nothing fits).
     """
     baseline = space[0]
-    chosen, optimum = exhaustive_optimum(surface, space, headroom, effective_batch)
-    skill = skill_greedy(surface, baseline, effective_batch, headroom, multi_bucket=multi_bucket)
+    chosen, optimum = exhaustive_optimum(surface, space, headroom, per_gpu_batch)
+    skill = skill_greedy(surface, baseline, per_gpu_batch, headroom, multi_bucket=multi_bucket)
     # Our trials time single micro-steps (accumulation 1): the anchors that run our trials do too.
     single = [{**k, "gradient_accumulation_steps": 1} for k in space]
     every = sum(trial_cost(surface, k, steps=trial_steps, validations=SWEEP_VALIDATIONS, headroom=headroom).seconds

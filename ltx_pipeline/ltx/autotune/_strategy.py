@@ -129,20 +129,21 @@ class SweepPlanner:
         baseline: the plan's knobs; it must be in ``space``.
         capacity_gb: per-GPU memory in the trainer's GB.
         headroom: share of capacity kept free; a config fits only at or below capacity x (1 - headroom).
-        effective_batch: the plan's per-GPU effective batch E.
+        per_gpu_batch: the plan's per-GPU batch E: batch x accumulation on one process (the effective
+            batch, over every process, is E x processes).
     """
 
     def __init__(self, space: list[Knobs], baseline: Knobs, *, capacity_gb: float, headroom: float = 0.05,
-                 effective_batch: int) -> None:
+                 per_gpu_batch: int) -> None:
         if not 0 <= headroom < 1:
             raise ValueError(f"headroom must be in [0, 1), got {headroom}")
-        self.baseline = normalize(baseline, effective_batch)
-        self.space = [normalize(k, effective_batch) for k in space]
+        self.baseline = normalize(baseline, per_gpu_batch)
+        self.space = [normalize(k, per_gpu_batch) for k in space]
         if _key(self.baseline) not in {_key(k) for k in self.space}:
             raise ValueError(f"the baseline {format_knobs(self.baseline)} is not in the search space")
         self.capacity_gb = capacity_gb
         self.headroom = headroom
-        self.effective_batch = effective_batch
+        self.per_gpu_batch = per_gpu_batch
         self.baseline_failed = False
         self._results: dict[tuple[Any, ...], TrialResult] = {}
         self._pruned: dict[tuple[Any, ...], Pruned] = {}
@@ -163,10 +164,10 @@ class SweepPlanner:
         return list(self._pruned.values())
 
     def objective(self, result: TrialResult) -> float:
-        """Seconds per optimizer step at the planned effective batch (lower is better)."""
+        """Seconds per optimizer step at the planned per-GPU batch E (lower is better)."""
         if result.step_time_s is None:
             return math.inf
-        return result.step_time_s * self.effective_batch / int(result.knobs["batch_size"])
+        return result.step_time_s * self.per_gpu_batch / int(result.knobs["batch_size"])
 
     def fits(self, result: TrialResult) -> bool:
         """Completed cleanly with a measured peak (training or validation) within the headroom."""
@@ -183,7 +184,7 @@ class SweepPlanner:
         Raises:
             ValueError: the config is not in the space or was already recorded.
         """
-        knobs = normalize(result.knobs, self.effective_batch)
+        knobs = normalize(result.knobs, self.per_gpu_batch)
         key = _key(knobs)
         if key not in {_key(k) for k in self.space}:
             raise ValueError(f"{format_knobs(knobs)} is not in the search space")
@@ -216,7 +217,7 @@ class SweepPlanner:
         """
         if self.baseline_failed:
             return []
-        taken = {_key(normalize(k, self.effective_batch)) for k in busy}
+        taken = {_key(normalize(k, self.per_gpu_batch)) for k in busy}
         if _key(self.baseline) not in self._results:
             return [] if _key(self.baseline) in taken else [dict(self.baseline)]
         chosen: list[Knobs] = []
@@ -246,10 +247,10 @@ class SweepPlanner:
 
     def predicted_peak(self, knobs: Knobs) -> float | None:
         """The memory model's peak for ``knobs`` (measured when it ran), None before any fit is measured."""
-        result = self._results.get(_key(normalize(knobs, self.effective_batch)))
+        result = self._results.get(_key(normalize(knobs, self.per_gpu_batch)))
         if result is not None and result.peak_gb is not None:
             return result.peak_gb
-        estimate = self._estimate(normalize(knobs, self.effective_batch), self._growth())
+        estimate = self._estimate(normalize(knobs, self.per_gpu_batch), self._growth())
         return estimate or None
 
     def best(self) -> TrialResult | None:

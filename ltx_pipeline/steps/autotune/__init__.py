@@ -3,7 +3,9 @@
 ``study`` keeps the sweep in an Optuna study (open, ask, tell, orphans); ``run_trial`` launches and
 measures one short trial (``trial_settings``, ``write_trial_config``); ``write_reports`` writes
 autotune.log/.md/.png (``write_off_reports``: the log and Markdown of autotune off) and ``trial_line``
-formats one trial. Inside: ``_trial`` and ``_report``; nothing outside this package imports them.
+formats one trial; ``sweep.Sweep`` is the whole sweep (planner, study, trials), which the phase runs and
+``shared_sweep`` shares between hosts through its public methods. Inside: ``_trial`` and ``_report``; nothing
+outside this package imports them.
 """
 
 from ltx_pipeline.steps.autotune import study

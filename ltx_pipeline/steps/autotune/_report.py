@@ -121,6 +121,15 @@ def render_log(outputs: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _batch_words(outputs: dict[str, Any]) -> str:
+    """The batch the objective is measured at: per GPU (what a trial runs), and the effective batch over all."""
+    per_gpu, processes = outputs["per_gpu_batch"], outputs.get("processes")
+    words = f"{per_gpu} sample(s) per GPU (batch x accumulation)"
+    if processes:
+        words += f", effective batch {outputs['effective_batch']} over {processes} process(es)"
+    return words
+
+
 def _dashboard_url(storage: str) -> str:
     """What optuna-dashboard opens: the SQLite file as a URL, a server's URL as shown (password replaced)."""
     return storage if "://" in storage else f"sqlite:///{storage}"
@@ -140,7 +149,7 @@ def render_markdown(outputs: dict[str, Any], *, failure: str | None = None) -> s
     limit_note = (" (not applied to the trials whose memory was not measured)" if assumed else "")
     out.write(f"Capacity {outputs['capacity_gb']:.1f} GB, headroom {outputs['headroom']:.0%}: a config fits at or "
               f"below {outputs['limit_gb']:.1f} GB{limit_note}. Objective: seconds per optimizer step at the planned "
-              f"effective batch ({outputs['effective_batch']} per GPU). Loss is not a criterion.\n\n")
+              f"batch: {_batch_words(outputs)}. Loss is not a criterion.\n\n")
     if assumed:
         note = memory_of(assumed[0]).get("memory_note") or "memory not measured"
         out.write(f"**Memory was not measured** ({note}): no trial's peak was compared with the limit. Every trial "

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.backends.base import LaunchSpec
+from ltx_pipeline.env_names import REFERENCE_LOG_EVERY_ENV
 from ltx_pipeline.ltx.autotune import TrialResult, estimate_step_time, relative_spread
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.steps.vram_sampler import IDLE_MIB, ResourceSampler, gpu_reader
@@ -77,7 +78,7 @@ class TrialSettings:
 def trial_settings(backend: str) -> TrialSettings:
     """The trial settings for a backend name (``ltx``, ``reference`` or ``simulated``)."""
     if backend == "reference":
-        return TrialSettings(steps=7, env={"LTX_REFERENCE_LOG_EVERY": "2"})
+        return TrialSettings(steps=7, env={REFERENCE_LOG_EVERY_ENV: "2"})
     if backend == "simulated":
         return TrialSettings(steps=41)  # deterministic step times: two clean lines settle them
     # A real GPU: up to 6 clean lines (121 steps), stopped as soon as the stopping rule knows the step time
@@ -422,6 +423,7 @@ def _max_figure(*figures: MemoryFigure) -> MemoryFigure:
 
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return data if isinstance(data, dict) else None

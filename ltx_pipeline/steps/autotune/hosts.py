@@ -29,11 +29,16 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ltx_pipeline.engine.processes import heartbeat_grace_s, heartbeat_interval_s
 from ltx_pipeline.store.location import OPTUNA_SCHEMA, is_sqlite, store_target
 from ltx_pipeline.workspace import DB_FILENAME
+
+if TYPE_CHECKING:  # types only: optuna itself is imported inside the functions that use it
+    from optuna import Study, Trial
+    from optuna.distributions import BaseDistribution, CategoricalDistribution
+    from optuna.trial import FrozenTrial
 
 __all__ = ["DISTRIBUTED", "LOST_PREFIX", "OVER", "SUPERSEDED", "beating", "clear_waiting", "distributions_of",
            "enqueue", "find_shared", "knobs_of", "live_workers", "lost_reasons", "open_shared", "pop_waiting",
@@ -51,7 +56,22 @@ def shared_store(workspace: Path) -> bool:
     return not is_sqlite(store_target(workspace / DB_FILENAME))
 
 
-def open_shared(storage_url: str, study_name: str) -> Any:
+@runtime_checkable
+class _Heartbeats(Protocol):
+    """A storage that keeps trial heartbeats (Optuna's RDB storage, behind its cache)."""
+
+    def record_heartbeat(self, trial_id: int) -> None: ...
+
+
+def _heartbeats(study: Study) -> _Heartbeats:
+    """The study's storage as the heartbeat keeper it is for every study ``open_shared`` opens."""
+    storage = study._storage
+    if not isinstance(storage, _Heartbeats):
+        raise TypeError(f"{type(storage).__name__} keeps no trial heartbeats: open the study with open_shared")
+    return storage
+
+
+def open_shared(storage_url: str, study_name: str) -> Study:
     """The study on an RDB storage that keeps trial heartbeats and reclaims stale trials."""
     import optuna
     from sqlalchemy import create_engine, text
@@ -66,7 +86,7 @@ def open_shared(storage_url: str, study_name: str) -> Any:
         warnings.simplefilter("ignore")
         retry = optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=None)
 
-    def on_stale(study: Any, frozen: Any) -> None:
+    def on_stale(study: Study, frozen: FrozenTrial) -> None:
         host = frozen.user_attrs.get("host") or "its host"
         study.set_user_attr(f"{LOST_PREFIX}{frozen.number}",
                             f"heartbeat lost: {host} sent no heartbeat for over {grace:g} s (host or worker "
@@ -83,7 +103,7 @@ def open_shared(storage_url: str, study_name: str) -> Any:
     return optuna.load_study(study_name=study_name, storage=storage)
 
 
-def find_shared(storage_url: str, run_name: str) -> Any | None:
+def find_shared(storage_url: str, run_name: str) -> Study | None:
     """The run's newest study a driver opened for several hosts (``open_shared``), None when there is none."""
     import optuna
 
@@ -95,7 +115,7 @@ def find_shared(storage_url: str, run_name: str) -> Any | None:
 
 
 @contextmanager
-def beating(study: Any, trial_id: int) -> Iterator[None]:
+def beating(study: Study, trial_id: int) -> Iterator[None]:
     """Record the trial's heartbeat every interval while the body runs (a daemon thread, as ``optimize``)."""
     stop = threading.Event()
     interval = heartbeat_interval_s()
@@ -103,13 +123,13 @@ def beating(study: Any, trial_id: int) -> Iterator[None]:
     def beat() -> None:
         while True:
             try:
-                study._storage.record_heartbeat(trial_id)
+                _heartbeats(study).record_heartbeat(trial_id)
             except Exception:  # noqa: BLE001 - the server may be briefly away: the next beat retries
                 pass
             if stop.wait(interval):
                 return
 
-    study._storage.record_heartbeat(trial_id)  # at once: a trial with no heartbeat at all is never stale
+    _heartbeats(study).record_heartbeat(trial_id)  # at once: a trial with no heartbeat at all is never stale
     thread = threading.Thread(target=beat, name=f"trial-heartbeat-{trial_id}", daemon=True)
     thread.start()
     try:
@@ -119,23 +139,29 @@ def beating(study: Any, trial_id: int) -> Iterator[None]:
         thread.join(timeout=interval + 5)
 
 
-def distributions_of(study: Any) -> dict[str, Any]:
-    """The sweep's distributions, as the driver recorded them on the study."""
-    from optuna.distributions import json_to_distribution
+def distributions_of(study: Study) -> dict[str, CategoricalDistribution]:
+    """The sweep's distributions, as the driver recorded them on the study (one categorical per knob)."""
+    from optuna.distributions import CategoricalDistribution, json_to_distribution
 
-    return {k: json_to_distribution(v) for k, v in (study.user_attrs.get(DISTRIBUTED) or {})["space"].items()}
+    out = {}
+    for knob, text in (study.user_attrs.get(DISTRIBUTED) or {})["space"].items():
+        dist = json_to_distribution(text)
+        if not isinstance(dist, CategoricalDistribution):
+            raise TypeError(f"knob {knob} of the shared sweep has a {type(dist).__name__}, not a categorical one")
+        out[knob] = dist
+    return out
 
 
-def knobs_of(frozen: Any) -> dict[str, Any]:
+def knobs_of(frozen: FrozenTrial) -> dict[str, Any]:
     """A trial's config: its params, or the params it was enqueued with (not yet asked)."""
     return dict(frozen.params) or dict(frozen.system_attrs.get("fixed_params") or {})
 
 
-def enqueue(study: Any, knobs: dict[str, Any]) -> None:
+def enqueue(study: Study, knobs: dict[str, Any]) -> None:
     study.enqueue_trial(dict(knobs), skip_if_exists=False)
 
 
-def pop_waiting(study: Any, host: str) -> Any | None:
+def pop_waiting(study: Study, host: str) -> Trial | None:
     """Take one WAITING trial for this host (atomic, see the module docstring); None when none waits.
 
     Returns an ``optuna.Trial`` in state RUNNING whose params are its config, its heartbeat recorded.
@@ -150,7 +176,7 @@ def pop_waiting(study: Any, host: str) -> Any | None:
                 continue  # another host took it first
         except optuna.exceptions.UpdateFinishedTrialError:
             continue  # cleared (superseded) meanwhile
-        study._storage.record_heartbeat(frozen._trial_id)
+        _heartbeats(study).record_heartbeat(frozen._trial_id)
         trial = optuna.Trial(study, frozen._trial_id)
         for name, dist in dists.items():
             trial.suggest_categorical(name, dist.choices)  # the enqueued value (or the retried copy's param)
@@ -159,7 +185,7 @@ def pop_waiting(study: Any, host: str) -> Any | None:
     return None
 
 
-def start_own(study: Any, knobs: dict[str, Any], dists: dict[str, Any], host: str) -> Any:
+def start_own(study: Study, knobs: dict[str, Any], dists: dict[str, BaseDistribution], host: str) -> Trial:
     """A RUNNING trial with ``knobs`` that was never queued (the driver's baseline), its heartbeat recorded."""
     import optuna
     from optuna.trial import TrialState
@@ -167,18 +193,18 @@ def start_own(study: Any, knobs: dict[str, Any], dists: dict[str, Any], host: st
     template = optuna.trial.create_trial(state=TrialState.RUNNING, params={k: knobs[k] for k in dists},
                                          distributions=dists, user_attrs={"host": host})
     trial_id = study._storage.create_new_trial(study._study_id, template_trial=template)
-    study._storage.record_heartbeat(trial_id)
+    _heartbeats(study).record_heartbeat(trial_id)
     return optuna.Trial(study, trial_id)
 
 
-def still_running(study: Any, trial: Any) -> bool:
+def still_running(study: Study, trial: Trial) -> bool:
     """Whether a trial this host runs is still its own (not failed as stale meanwhile)."""
     from optuna.trial import TrialState
 
     return bool(study._storage.get_trial(trial._trial_id).state == TrialState.RUNNING)
 
 
-def clear_waiting(study: Any, frozen: Any, reason: str) -> bool:
+def clear_waiting(study: Study, frozen: FrozenTrial, reason: str) -> bool:
     """Take a WAITING trial off the queue as FAIL with ``reason``; False when a host took it first."""
     import optuna
     from optuna.trial import TrialState
@@ -196,7 +222,7 @@ def clear_waiting(study: Any, frozen: Any, reason: str) -> bool:
     return True
 
 
-def reclaim_stale(study: Any) -> None:
+def reclaim_stale(study: Study) -> None:
     """Fail RUNNING trials whose heartbeat is older than the grace period; each is re-enqueued (reclaimed)."""
     import optuna
 
@@ -205,17 +231,17 @@ def reclaim_stale(study: Any) -> None:
         optuna.storages.fail_stale_trials(study)
 
 
-def lost_reasons(study: Any) -> dict[int, str]:
+def lost_reasons(study: Study) -> dict[int, str]:
     """Trials failed because their host's heartbeat was lost (number -> why)."""
     return {int(k[len(LOST_PREFIX):]): str(v) for k, v in study.user_attrs.items() if k.startswith(LOST_PREFIX)}
 
 
-def register(study: Any, host: str, state: str) -> None:
+def register(study: Study, host: str, state: str) -> None:
     """Say this host works on the study (``state``: idle, running, gone)."""
     study.set_user_attr(f"{WORKER_PREFIX}{host}", {"seen": time.time(), "state": state})
 
 
-def live_workers(study: Any, *, exclude: str) -> list[str]:
+def live_workers(study: Study, *, exclude: str) -> list[str]:
     """Hosts (not ``exclude``) that said they work on the study within the grace period."""
     now, grace = time.time(), heartbeat_grace_s()
     return sorted(k[len(WORKER_PREFIX):] for k, v in study.user_attrs.items()

@@ -13,6 +13,11 @@ from typing import Any
 
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.ltx.autotune import SPACE_KEYS, SweepPlanner
+from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
+from ltx_pipeline.outputs.data_check import DataCheckOutputs
+from ltx_pipeline.outputs.plan import PlanOutputs
+from ltx_pipeline.outputs.probe import ProbeOutputs
+from ltx_pipeline.steps.context import LtxContext
 
 __all__ = ["PRIOR_MEMORY_MARGIN", "PRIOR_STEP_TIME_MARGIN", "prior_disagreement", "prior_key", "same_knobs"]
 
@@ -23,22 +28,22 @@ PRIOR_STEP_TIME_MARGIN = 0.10
 PRIOR_MEMORY_MARGIN = 0.05
 
 
-def prior_key(ctx: Any, space: list[dict[str, Any]]) -> str:
+def prior_key(ctx: LtxContext, space: list[dict[str, Any]]) -> str:
     """What the memory surface depends on: GPU model, bucket, mode, training mode, model file, LoRA rank,
     validation dims, the knobs the sweep keeps fixed, the search space, and (simulated) the surface itself."""
-    recipe, probe = ctx.output("plan")["recipe"], ctx.output("probe")
-    gpus = probe["gpus"]["gpus"]
-    model = Path(ctx.output("config_patch")["model_path"])
+    recipe = ctx.output(PlanOutputs).recipe
+    gpus = ctx.output(ProbeOutputs).gpus.gpus
+    model = Path(ctx.output(ConfigPatchOutputs).model_path)
     parts: dict[str, Any] = {
-        "gpu": sorted({(g.get("name"), g.get("memory_mib")) for g in gpus}),
-        "bucket": ctx.output("data_check")["sanity"]["bucket"], "mode": recipe["mode"],
-        "training_mode": recipe["training_mode"], "rank": recipe.get("rank"),
-        "validation_dims": recipe.get("validation_dims"),
+        "gpu": sorted({(g.name, g.memory_mib) for g in gpus}),
+        "bucket": ctx.output(DataCheckOutputs).sanity.bucket, "mode": recipe.mode,
+        "training_mode": recipe.training_mode, "rank": recipe.rank,
+        "validation_dims": recipe.validation_dims,
         "model": {"name": model.name, "size": model.stat().st_size if model.is_file() else None},
-        "fixed_knobs": {k: v for k, v in recipe["knobs"].items() if k not in SPACE_KEYS},
+        "fixed_knobs": {k: v for k, v in recipe.knobs.items() if k not in SPACE_KEYS},
         "space": space, "backend": ctx.request.backend,
     }
-    if ctx.request.backend == "simulated":
+    if ctx.request.backend == "simulated" and ctx.request.surface:  # the request requires it for simulated
         parts["surface"] = file_digest(Path(ctx.request.surface))
     return digest(parts)
 

@@ -20,16 +20,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from ltx_pipeline.engine import RunContext
 from ltx_pipeline.engine.processes import heartbeat_interval_s, host_id
 from ltx_pipeline.ltx.autotune import SPACE_KEYS, SweepPlanner, format_knobs
+from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.steps.autotune import hosts, trial_line
 from ltx_pipeline.steps.autotune import study as studies
 from ltx_pipeline.steps.autotune.trial_runner import TrialRunner
+from ltx_pipeline.steps.context import LtxContext
 
-__all__ = ["SharedSweep", "work"]
+__all__ = ["SharedSweep", "SweepCore", "work"]
 
 POLL_S = 0.5
 
@@ -38,12 +39,43 @@ def _key(knobs: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(knobs.get(k) for k in SPACE_KEYS)
 
 
-class SharedSweep:
-    """The driver's side: ``sweep`` is the phase's ``_Sweep`` (planner, records, resume, prior)."""
+class SweepCore(Protocol):
+    """What the driver's side needs of the sweep it shares (``steps.autotune.sweep.Sweep`` is one)."""
 
-    def __init__(self, sweep: Any, storage: str, name: str, sanity_root: str) -> None:
+    ctx: LtxContext
+    planner: SweepPlanner
+    trials: list[dict[str, Any]]
+    space: list[dict[str, Any]]
+    max_batch: int
+    capacity: float
+    per_gpu_batch: int  # batch x accumulation on one process: what every host's planner keeps fixed
+
+    @property
+    def trial_runner(self) -> TrialRunner: ...
+
+    def resume(self, study: Any, *, shared: bool = False) -> None:
+        """Settle trials left running, read back what finished (``shared``: this host's processes only)."""
+        ...
+
+    def apply_prior(self, prior: Any) -> None:
+        """Let an earlier run's finished sweep settle this one, once its baseline agrees."""
+        ...
+
+    def record(self, number: Any, result: Any, fits: bool, state: str, extra: dict[str, Any]) -> dict[str, Any]:
+        """Keep one trial's record."""
+        ...
+
+    def fold(self, study: Any, trial: Any, result: Any, extra: dict[str, Any]) -> dict[str, Any]:
+        """A result into the planner, the study and the records."""
+        ...
+
+
+class SharedSweep:
+    """The driver's side of a ``SweepCore`` (planner, records, resume, prior) shared with workers."""
+
+    def __init__(self, sweep: SweepCore, storage: str, name: str, sanity_root: str) -> None:
         self.sweep = sweep
-        self.ctx: RunContext = sweep.ctx
+        self.ctx: LtxContext = sweep.ctx
         self.host = host_id()
         self.study = hosts.open_shared(storage, name)
         self.dists = studies.distributions(sweep.space)
@@ -54,17 +86,17 @@ class SharedSweep:
 
     def run(self, prior: Any) -> None:
         sweep, study, ctx = self.sweep, self.study, self.ctx
-        gpu = ctx.output("probe")["gpus"]["gpus"][0]
+        gpu = ctx.output(ProbeOutputs).gpus.gpus[0]
         study.set_user_attr(hosts.DISTRIBUTED, {
-            "gpu": gpu["name"], "memory_mib": gpu["memory_mib"], "run": ctx.run_name, "driver": self.host,
+            "gpu": gpu.name, "memory_mib": gpu.memory_mib, "run": ctx.run_name, "driver": self.host,
             "sanity_root": self.sanity_root, "max_batch": sweep.max_batch, "headroom": ctx.request.headroom,
-            "capacity_gb": sweep.capacity, "effective_batch": sweep.effective,
+            "capacity_gb": sweep.capacity, "per_gpu_batch": sweep.per_gpu_batch,
             "space": {k: _dist_json(d) for k, d in self.dists.items()}})
         study.set_user_attr(hosts.OVER, False)
-        sweep._resume(study, shared=True)
+        sweep.resume(study, shared=True)
         self.folded = {frozen.number for frozen, _ in studies.finished_results(study)}
-        sweep._apply_prior(prior)
-        ctx.narrate(f"Autotune on a shared store: workers on other hosts with a {gpu['name']} may join "
+        sweep.apply_prior(prior)
+        ctx.narrate(f"Autotune on a shared store: workers on other hosts with a {gpu.name} may join "
                     f"(`ltx-pipeline autotune-worker --run {ctx.run_name}`); each pops queued trials.")
         while True:
             with self.lock:
@@ -90,7 +122,8 @@ class SharedSweep:
     def _busy(self) -> list[Any]:
         from optuna.trial import TrialState
 
-        return self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING))
+        busy: list[Any] = self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.WAITING))
+        return busy
 
     def schedule(self, prior: Any) -> bool:
         """Reclaim lost trials, fold in told results, settle the queue; True when the sweep is over."""
@@ -103,7 +136,7 @@ class SharedSweep:
                 continue
             self.folded.add(frozen.number)
             self._fold_told(frozen, result)
-        sweep._apply_prior(prior)
+        sweep.apply_prior(prior)
         studies.record_pruned(study, sweep.planner.pruned, self.dists)
         remaining = {_key(k) for k in sweep.planner.remaining()}
         waiting = []
@@ -133,7 +166,7 @@ class SharedSweep:
         extra = {k: attrs.get(k) for k in ("trial_number", "host_ram_gb", "log", "failure_kind", "fixes",
                                            "step_spread", "host")}
         state = "complete" if frozen.state.name == "COMPLETE" else "fail"
-        record = sweep._record(attrs.get("trial_number"), result, sweep.planner.fits(result), state, extra)
+        record = sweep.record(attrs.get("trial_number"), result, sweep.planner.fits(result), state, extra)
         self.ctx.narrate(trial_line(record) + f" (on {attrs.get('host')})")
 
     def _run_own(self, trial: Any, prior: Any) -> None:
@@ -150,7 +183,7 @@ class SharedSweep:
         scheduler.start()
         try:
             with hosts.beating(study, trial._trial_id):
-                done, extra = sweep.runner.run(knobs, number, records)
+                done, extra = sweep.trial_runner.run(knobs, number, records)
         finally:
             stop.set()
             scheduler.join()
@@ -188,7 +221,7 @@ def tell_only(study: Any, trial: Any, result: Any, extra: dict[str, Any], planne
                                extra=extra)
 
 
-def work(ctx: RunContext, study: Any, *, once: bool, say: Callable[[str], None], gpu_indices: list[int]) -> int:
+def work(ctx: LtxContext, study: Any, *, once: bool, say: Callable[[str], None], gpu_indices: list[int]) -> int:
     """The worker's side: pop queued trials, run them here, tell the results, until the sweep is over.
 
     Returns the number of trials this worker ran.
@@ -219,7 +252,7 @@ def work(ctx: RunContext, study: Any, *, once: bool, say: Callable[[str], None],
                 continue
             # The planner's own rules for fit and objective (one config: nothing else is decided here).
             planner = SweepPlanner([knobs], knobs, capacity_gb=float(info["capacity_gb"]),
-                                   headroom=float(info["headroom"]), effective_batch=int(info["effective_batch"]))
+                                   headroom=float(info["headroom"]), per_gpu_batch=_per_gpu_batch(info))
             state = tell_only(study, trial, done.result, extra, planner)
             say(f"Trial {number}: {format_knobs(knobs)} -> {done.result.outcome} ({state}).")
             ran += 1
@@ -228,6 +261,12 @@ def work(ctx: RunContext, study: Any, *, once: bool, say: Callable[[str], None],
     finally:
         hosts.register(study, host, "gone")
     return ran
+
+
+def _per_gpu_batch(info: dict[str, Any]) -> int:
+    """The per-GPU batch the driver recorded (a driver before ltx-pipeline's typed outputs named it
+    ``effective_batch``, with the same per-GPU meaning)."""
+    return int(info["per_gpu_batch"] if "per_gpu_batch" in info else info["effective_batch"])
 
 
 def _records(study: Any) -> list[dict[str, Any]]:

@@ -14,12 +14,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.ltx.autotune import SPACE_KEYS, Knobs, Pruned, TrialResult
 from ltx_pipeline.steps.autotune._trial import MeasuredTrialResult
 from ltx_pipeline.store.location import OPTUNA_SCHEMA, optuna_storage, store_target
 from ltx_pipeline.workspace import DB_FILENAME, OPTUNA_DB_FILENAME
+
+if TYPE_CHECKING:  # types only: optuna itself is imported inside the functions that use it
+    from optuna import Study, Trial
+    from optuna.distributions import BaseDistribution
+    from optuna.storages import RDBStorage
+    from optuna.trial import FrozenTrial
 
 __all__ = ["ORPHAN_REASON", "ask_trial", "distributions", "fail_orphan", "finished_results", "open_study",
            "orphans", "record_pruned", "tell_result"]
@@ -39,7 +45,7 @@ def storage_for(workspace: Path) -> str:
     return optuna_storage(store_target(workspace / DB_FILENAME), workspace / OPTUNA_DB_FILENAME)
 
 
-def rdb_storage(storage: str) -> Any:
+def rdb_storage(storage: str) -> RDBStorage:
     """Optuna's RDB storage for a storage URL (or a SQLite file path); a PostgreSQL schema is created first."""
     import optuna
 
@@ -55,7 +61,7 @@ def rdb_storage(storage: str) -> Any:
     return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
 
 
-def open_study(storage_file: str, run_name: str, inputs_key: str) -> tuple[Any, str]:
+def open_study(storage_file: str, run_name: str, inputs_key: str) -> tuple[Study, str]:
     """The run's study for these inputs: resumed when it exists, else created.
 
     A study whose inputs differ (the plan, configs or headroom changed) is kept for the record and a
@@ -83,11 +89,11 @@ def open_study(storage_file: str, run_name: str, inputs_key: str) -> tuple[Any, 
         index += 1
 
 
-def distributions(space: list[Knobs]) -> dict[str, Any]:
+def distributions(space: list[Knobs]) -> dict[str, BaseDistribution]:
     """One categorical distribution per knob, its choices as the space spells them."""
     from optuna.distributions import CategoricalDistribution
 
-    out = {}
+    out: dict[str, BaseDistribution] = {}
     for key in SPACE_KEYS:
         choices: list[Any] = []
         for knobs in space:
@@ -101,7 +107,7 @@ def _params(knobs: Knobs) -> dict[str, Any]:
     return {k: knobs[k] for k in SPACE_KEYS}
 
 
-def ask_trial(study: Any, knobs: Knobs, dists: dict[str, Any]) -> Any:
+def ask_trial(study: Study, knobs: Knobs, dists: dict[str, BaseDistribution]) -> Trial:
     """A RUNNING Optuna trial with exactly ``knobs`` (enqueued, then asked)."""
     from optuna.trial import TrialState
 
@@ -118,7 +124,7 @@ def ask_trial(study: Any, knobs: Knobs, dists: dict[str, Any]) -> Any:
         study.tell(trial, state=TrialState.FAIL)
 
 
-def tell_result(study: Any, trial: Any, result: TrialResult, *, fits: bool, objective: float,
+def tell_result(study: Study, trial: Trial, result: TrialResult, *, fits: bool, objective: float,
                 extra: dict[str, Any]) -> str:
     """Record a finished trial: COMPLETE with the objective when it fits, else FAIL with the reason."""
     from optuna.trial import TrialState
@@ -134,7 +140,7 @@ def tell_result(study: Any, trial: Any, result: TrialResult, *, fits: bool, obje
     return "fail"
 
 
-def record_pruned(study: Any, pruned: list[Pruned], dists: dict[str, Any]) -> None:
+def record_pruned(study: Study, pruned: list[Pruned], dists: dict[str, BaseDistribution]) -> None:
     """Add each newly pruned config as a PRUNED trial with its reason (never twice)."""
     import optuna
     from optuna.trial import TrialState
@@ -149,24 +155,24 @@ def record_pruned(study: Any, pruned: list[Pruned], dists: dict[str, Any]) -> No
                                                   user_attrs={"reason": item.reason, "outcome": "pruned"}))
 
 
-def superseded(study: Any) -> dict[int, str]:
+def superseded(study: Study) -> dict[int, str]:
     """Finished trials a fix made obsolete (Optuna trial number -> why); they are never replayed."""
     return {int(number): str(why) for number, why in (study.user_attrs.get("superseded") or {}).items()}
 
 
-def supersede(study: Any, numbers: dict[int, str]) -> None:
+def supersede(study: Study, numbers: dict[int, str]) -> None:
     """Record finished trials as obsolete: a finished Optuna trial cannot be changed, so the study
     keeps the list (a study attribute, committed with the storage like any trial)."""
     merged = {str(k): v for k, v in superseded(study).items()} | {str(k): v for k, v in numbers.items()}
     study.set_user_attr("superseded", merged)
 
 
-def finished_results(study: Any) -> list[tuple[Any, TrialResult]]:
+def finished_results(study: Study) -> list[tuple[FrozenTrial, TrialResult]]:
     """Every trial a previous attempt finished (complete or failed with a measurement) and no fix
     superseded, in order."""
     from optuna.trial import TrialState
 
-    out: list[tuple[Any, TrialResult]] = []
+    out: list[tuple[FrozenTrial, TrialResult]] = []
     obsolete = superseded(study)
     for frozen in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)):
         attrs = frozen.user_attrs
@@ -183,14 +189,14 @@ def finished_results(study: Any) -> list[tuple[Any, TrialResult]]:
     return out
 
 
-def orphans(study: Any) -> list[Any]:
+def orphans(study: Study) -> list[FrozenTrial]:
     """Trials left RUNNING by an engine that stopped."""
     from optuna.trial import TrialState
 
     return study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
 
 
-def fail_orphan(study: Any, frozen: Any) -> None:
+def fail_orphan(study: Study, frozen: FrozenTrial) -> None:
     """Mark an orphaned trial FAIL with the orphan reason."""
     import optuna
     from optuna.trial import TrialState
@@ -201,19 +207,20 @@ def fail_orphan(study: Any, frozen: Any) -> None:
 
 # -- earlier sweeps as a prior ---------------------------------------------------------------------
 
-def mark_prior_key(study: Any, key: str) -> None:
+def mark_prior_key(study: Study, key: str) -> None:
     """Tag the study with what its memory surface depends on, so a later run can find it as a prior."""
     if study.user_attrs.get("prior_key") != key:
         study.set_user_attr("prior_key", key)
 
 
-def mark_finished(study: Any, winner: Knobs | None) -> None:
+def mark_finished(study: Study, winner: Knobs | None) -> None:
     """A sweep that ran to its winner: only such a study is ever a prior."""
     study.set_user_attr("finished", True)
     study.set_user_attr("winner", winner)
 
 
-def find_prior(storage_file: str, key: str, *, exclude: str) -> tuple[str, list[tuple[Any, TrialResult]]] | None:
+def find_prior(storage_file: str, key: str, *,
+               exclude: str) -> tuple[str, list[tuple[FrozenTrial, TrialResult]]] | None:
     """The newest finished study with this prior key (not ``exclude``), and its finished results; None when none."""
     import optuna
 

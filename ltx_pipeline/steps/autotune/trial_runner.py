@@ -14,10 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.engine import RunContext
 from ltx_pipeline.engine.fingerprint import file_digest
 from ltx_pipeline.engine.journal import ValidatedConfig
 from ltx_pipeline.ltx.autotune import PRECISION, format_knobs, validation_key
+from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
+from ltx_pipeline.outputs.data_check import DataCheckOutputs
+from ltx_pipeline.outputs.plan import PlanOutputs
+from ltx_pipeline.outputs.probe import ProbeOutputs
 
 # Inside the package: its own modules directly, not the package door (which outsiders use).
 from ltx_pipeline.steps.autotune._trial import (
@@ -28,6 +31,7 @@ from ltx_pipeline.steps.autotune._trial import (
     trial_settings,
     write_trial_config,
 )
+from ltx_pipeline.steps.context import LtxContext
 from ltx_pipeline.steps.validation import LaunchTarget, validate_stage
 
 __all__ = ["ONE_LINE_STEPS", "TrialRunner", "largest_stage_config"]
@@ -47,7 +51,7 @@ class TrialRunner:
         capacity_gb: per-GPU memory (part of a failure's environment).
     """
 
-    def __init__(self, ctx: RunContext, *, sanity_root: str, max_batch: int, gpu_indices: list[int],
+    def __init__(self, ctx: LtxContext, *, sanity_root: str, max_batch: int, gpu_indices: list[int],
                  capacity_gb: float) -> None:
         self.ctx = ctx
         self.sanity_root = sanity_root
@@ -94,18 +98,17 @@ class TrialRunner:
     def environment(self) -> dict[str, Any]:
         """What a trial's failure may depend on besides its knobs: the stage config it was derived
         from, the host's /dev/shm and the GPUs' memory."""
-        host = self.ctx.output("probe")["host"]
-        return {"stage_config": file_digest(self.stage_config), "shm_bytes": host.get("shm_total_bytes"),
+        host = self.ctx.output(ProbeOutputs).host
+        return {"stage_config": file_digest(self.stage_config), "shm_bytes": host.shm_total_bytes,
                 "gpu_memory_gb": round(self.capacity, 2)}
 
     def _validate(self, config: Path, knobs: dict[str, Any]) -> ValidatedConfig:
         """A trial runs one process on the sanity set; its config is validated like any launch."""
         ctx = self.ctx
-        data = ctx.output("data_check")
-        sanity = data["sanity"]
-        rows = max(1, min(self.max_batch, data["samples"] or self.max_batch))
-        target = LaunchTarget(stage=0, buckets=sanity["bucket"], processes=1, dataset_samples=rows,
-                              shm_bytes=ctx.output("probe")["host"].get("shm_total_bytes"))
+        data = ctx.output(DataCheckOutputs)
+        rows = max(1, min(self.max_batch, data.samples or self.max_batch))
+        target = LaunchTarget(stage=0, buckets=data.sanity.bucket, processes=1, dataset_samples=rows,
+                              shm_bytes=ctx.output(ProbeOutputs).host.shm_total_bytes)
         result = validate_stage(ctx.backend, config, target, strict=ctx.request.backend != "simulated")
         return result.raise_if_failed(f"The trial config for {format_knobs(knobs)}")
 
@@ -129,10 +132,10 @@ def carried_validation(records: list[dict[str, Any]], knobs: dict[str, Any]) -> 
     return None, None
 
 
-def largest_stage_config(ctx: RunContext) -> Path:
+def largest_stage_config(ctx: LtxContext) -> Path:
     """The stage config that trains the plan's most expensive bucket (it sets the memory peak)."""
-    bucket = ctx.output("data_check")["sanity"]["bucket"]
-    stages = ctx.output("plan")["recipe"]["stages"]
-    configs = {c["stage"]: Path(c["config"]) for c in ctx.output("config_patch")["configs"]}
-    index = next((s["index"] for s in stages if bucket in s["buckets"]), stages[0]["index"])
+    bucket = ctx.output(DataCheckOutputs).sanity.bucket
+    stages = ctx.output(PlanOutputs).recipe.stages
+    configs = {c.stage: Path(c.config) for c in ctx.output(ConfigPatchOutputs).configs}
+    index = next((s.index for s in stages if bucket in s.buckets), stages[0].index)
     return configs[index]

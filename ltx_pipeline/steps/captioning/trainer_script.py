@@ -42,6 +42,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ltx_pipeline.backends.launch import LOG_ENV
 from ltx_pipeline.backends.ltx import LtxBackend
 from ltx_pipeline.errors import BadDataset, BadInput, RunFailed
+from ltx_pipeline.ltx.preparation import DEFAULT_VLLM_URL
 from ltx_pipeline.probing import check_trainer_root
 from ltx_pipeline.steps.captioning._captions_file import CaptionBook, read_items, strip_trigger
 
@@ -51,8 +52,6 @@ __all__ = ["API_KEY_VARS", "CAPTION_SCRIPT", "DEFAULT_VLLM_URL", "SERVE_COMMAND"
 CAPTION_SCRIPT = "scripts/caption_videos.py"
 #: The server the qwen_omni backend talks to, as the trainer's docs say to start it (in packages/ltx-trainer).
 SERVE_COMMAND = "uv run python scripts/serve_captioner.py"
-#: ``--vllm-url``'s default (docs/dataset-preparation.md: ``http://127.0.0.1:8001/v1``).
-DEFAULT_VLLM_URL = "http://127.0.0.1:8001/v1"
 TRAINER_CAPTIONERS = ("qwen_omni", "gemini_flash")
 #: Where the real script's ``--api-key`` option reads the Gemini key from (typer ``envvar``).
 API_KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")

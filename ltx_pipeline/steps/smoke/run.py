@@ -18,6 +18,7 @@ from typing import Any
 
 from ltx_pipeline.backends.launch import LOG_ENV
 from ltx_pipeline.backends.ltx import LtxBackend
+from ltx_pipeline.ltx.checkpoint_files import WEIGHTS_GLOB
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.evaluation import eval_sets
 from ltx_pipeline.ltx.modes import MODES, Mode
@@ -257,7 +258,7 @@ def _train(backend: LtxBackend, mode: Mode, config: Path, outputs: Path, logs: P
         raise _fail_from_log("train", code, log)
     events = parse_lines(log.read_text(encoding="utf-8", errors="replace").splitlines())
     steps = max((e.step for e in events if isinstance(e, StepEvent)), default=0)
-    checkpoints = sorted(outputs.glob("checkpoints/*_weights_step_*.safetensors"))
+    checkpoints = sorted(outputs.glob(f"checkpoints/{WEIGHTS_GLOB}"))
     samples = sorted(outputs.glob("samples/**/*.mp4"))
     missing = []
     if not checkpoints:

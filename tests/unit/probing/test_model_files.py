@@ -293,16 +293,16 @@ def test_probe_stores_the_chosen_files_and_notices_fixed_configs(tmp_path, monke
     checkpoint = write_safetensors(home_models / "ltx-2.3-22b-dev.safetensors")
     folder = config_folder(tmp_path / "gemma-3-12b-it", {"model_type": "llama"})
     request = SimpleNamespace(model_path=None, text_encoder_path=str(folder), backend="ltx")
-    findings: list[dict] = []
+    findings: list = []
     models = _models(request, findings)
-    files = models["files"]
-    assert files["checkpoint"] == str(checkpoint) and files["text_encoder"] is None
-    assert files["searched"][-1] == str(home_models)
-    assert models["checkpoint_path"] == str(checkpoint) and models["text_encoder_path"] == str(folder)
-    assert [f["status"] for f in findings] == ["ok", "missing"] and LLAMA_MESSAGE in findings[1]["detail"]
-    json.dumps(models)
+    files = models.files
+    assert files.checkpoint == str(checkpoint) and files.text_encoder is None
+    assert files.searched[-1] == str(home_models)
+    assert models.checkpoint_path == str(checkpoint) and models.text_encoder_path == str(folder)
+    assert [f.status for f in findings] == ["ok", "missing"] and LLAMA_MESSAGE in findings[1].detail
+    json.dumps(models.model_dump(mode="json"))
     before = _model_files_digest(request)
     assert _model_files_digest(request) == before
     (folder / "config.json").write_text(GEMMA_CONFIG + "\n")
     assert _model_files_digest(request) != before
-    assert _models(request, [])["files"]["text_encoder"] == str(folder)
+    assert _models(request, []).files.text_encoder == str(folder)

@@ -12,11 +12,12 @@ import os
 import re
 import socket
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ltx_pipeline.engine.gates import current_gate
-from ltx_pipeline.engine.live import live_training
 from ltx_pipeline.engine.lock import driver_on_store
+from ltx_pipeline.status.live import GpuReader, LogSummary, WeightsFiles, live_training
+from ltx_pipeline.status.stored import autotune_sweep, probe_findings
 from ltx_pipeline.store.rows import saved_id
 from ltx_pipeline.workspace import Workspace
 
@@ -28,23 +29,32 @@ __all__ = ["driver_alive", "status_report"]
 
 
 def status_report(store: Store | StoreReader | None, workspace: Workspace, run_name: str | None = None, *,
-                  log_summary: Any = None) -> dict[str, Any]:
+                  log_summary: LogSummary | None = None, weights_files: WeightsFiles | None = None,
+                  gpus: GpuReader | None = None) -> dict[str, Any]:
     """All runs of the workspace (or one), ready for a table or ``--json``.
 
-    ``log_summary`` reads a trainer log's tail (the CLI hands in ``steps.follow.log_summary``; the
-    engine knows no log formats).
+    ``log_summary``, ``weights_files`` and ``gpus`` read the trainer's side (its log's tail, its
+    checkpoint files, the GPUs now): the CLI hands them in (``status.live`` says which), since the
+    engine knows no log format, file name or nvidia-smi.
     """
+    readers = _Readers(log_summary, weights_files, gpus)
     entries: list[dict[str, Any]] = []
     if store is not None:
         runs: list[Run | Record] = list(store.list_runs())
         if run_name is not None:
             runs = [r for r in runs if r.name == run_name]
-        entries = [_run_entry(store, workspace, r, log_summary) for r in runs]
+        entries = [_run_entry(store, workspace, r, readers) for r in runs]
     return {"workspace": str(workspace.root), "runs": entries}
 
 
+class _Readers(NamedTuple):
+    log_summary: LogSummary | None
+    weights_files: WeightsFiles | None
+    gpus: GpuReader | None
+
+
 def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Record,
-               log_summary: Any = None) -> dict[str, Any]:
+               readers: _Readers) -> dict[str, Any]:
     paths = workspace.run(run.name)
     # On a shared server the driver may be on another host: the server's advisory lock says who holds the run.
     driver = driver_on_store(store, run.name) if getattr(store, "is_postgres", False) else driver_alive(paths.lock_file)
@@ -56,7 +66,7 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
         state = "detached" if current is not None and current.status == "detached" else "interrupted"
     subject_row = current_gate(store, run_id)
     approval = _approval(store, run, subject_row)
-    findings: list[Any] = next((r.outputs["findings"] for r in latest.values() if r.outputs.get("findings")), [])
+    findings = probe_findings(latest.get("probe"))
     warnings = _settled_warnings([e for e in store.events(run_id) if e.level == "warning"], latest, state)
     return {
         "name": run.name,
@@ -68,7 +78,8 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
         "phases": [_phase_entry(row) for row in latest.values()],
         "approval": approval,
         "findings": findings,
-        "training": live_training(store, run, log_summary=log_summary),
+        "training": live_training(store, run, log_summary=readers.log_summary,
+                                  weights_files=readers.weights_files, gpus=readers.gpus),
         "autotune": _autotune(latest.get("autotune")),
         "warnings": warnings[-10:],
         "next_command": _next_command(workspace, run.name, state, approval, _failure(latest.values(), state)),
@@ -116,13 +127,7 @@ def _autotune(row: PhaseRun | Record | None) -> dict[str, Any] | None:
     A memory figure the trial did not measure is None (shown as "not measured"); its source, when
     the record names it, comes along (``peak_source``, ``validation_peak_source``).
     """
-    if row is None or not row.outputs.get("trials"):
-        return None
-    keys = ("number", "knobs", "outcome", "fits", "step_time_s", "peak_vram_gb", "peak_source",
-            "validation_peak_vram_gb", "validation_peak_source", "seconds", "reason")
-    return {"study": row.outputs.get("study"), "winner": row.outputs.get("winner"),
-            "deltas": row.outputs.get("deltas"), "trials": [{k: t.get(k) for k in keys} for t in row.outputs["trials"]],
-            "pruned": row.outputs.get("pruned", [])}
+    return autotune_sweep(row)
 
 
 def _phase_entry(row: PhaseRun | Record) -> dict[str, Any]:

@@ -6,8 +6,11 @@ start time, never a "running" row on trust: a trainer that is gone without a rec
 times only ("measuring step time..." until two clean samples exist), GPU utilisation and memory
 now (nvidia-smi, best effort, short timeout, omitted when absent), latest checkpoint and sample,
 W&B URL, and "stalled" when the log has not grown for the stall threshold. The engine knows no
-log format: the caller hands in ``log_summary`` (``ltx_pipeline.steps.follow.log_summary``) to
-read the log's tail; without it, the figures come from the metrics the follower stored.
+trainer: the caller hands in what reads the trainer's side, ``log_summary``
+(``ltx_pipeline.steps.follow.log_summary``) for the log's tail, ``weights_files``
+(``ltx_pipeline.ltx.checkpoint_files.weights_files``) for the checkpoints on disk and ``gpus``
+(``ltx_pipeline.probing.nvidia_smi.gpu_now``) for the GPUs now; without them, the figures come
+from what the store recorded (metrics, checkpoints) and no GPU line is shown.
 
 Only a running trainer has an ETA. One that ended (finished, failed, stopped or crashed) has
 ``eta`` None and a measured ``duration`` instead, with its ``duration_source``: the trainer's
@@ -20,9 +23,7 @@ recorded end), which includes model loading and validation.
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
-import subprocess
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -31,35 +32,45 @@ from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.engine import slurm
 from ltx_pipeline.engine.processes import exit_record, heartbeat_fresh, host_id, is_alive
+from ltx_pipeline.env_names import STALL_SECONDS_ENV
+from ltx_pipeline.status.stored import planned_steps, stage_count, stage_finished, stage_output_dirs
 from ltx_pipeline.store.rows import saved_id
 
 if TYPE_CHECKING:  # the reader and the full store answer the same queries
-    from ltx_pipeline.store import PhaseRun, Process, Run, Store
+    from ltx_pipeline.store import Process, Run, Store
     from ltx_pipeline.store.reader import Record, StoreReader
 
-__all__ = ["gpu_now", "live_training"]
+__all__ = ["GpuReader", "LogSummary", "WeightsFiles", "live_training"]
 
-LogSummary = Callable[[Path], dict[str, Any]]
-_STALL_ENV = "LTX_PIPELINE_STALL_SECONDS"
+LogSummary = Callable[[Path], dict[str, Any]]  # a trainer log -> its tail, summarised
+WeightsFiles = Callable[[Path], list[tuple[int, str]]]  # a checkpoints folder -> (step, path) of each weights file
+GpuReader = Callable[[str | None], list[dict[str, Any]]]  # the run's --nvidia-smi -> each GPU's use right now
 _SAMPLES = (".mp4", ".png", ".wav", ".gif")
 
 
 def live_training(store: Store | StoreReader, run: Run | Record, *, log_summary: LogSummary | None = None,
+                  weights_files: WeightsFiles | None = None, gpus: GpuReader | None = None,
                   query_gpus: bool = True) -> dict[str, Any] | None:
-    """The live-training dict for ``run``, or None when it never launched a trainer."""
+    """The live-training dict for ``run``, or None when it never launched a trainer.
+
+    Args:
+        log_summary, weights_files, gpus: the trainer-side readers (see the module docstring).
+        query_gpus: False never reads the GPUs, even with ``gpus`` given.
+    """
     run_id = saved_id(run)
     processes = store.processes(run_id, "train")
     if not processes:
         return None
     latest = store.latest_phase_runs(run_id)
-    configs = (latest["config_patch"].outputs.get("configs") or []) if "config_patch" in latest else []
+    stages_configured = stage_count(latest.get("config_patch"))
     process = processes[-1]
     stage = process.stage
-    output_dir = next((Path(c["output_dir"]) for c in configs if c.get("stage") == stage), None)
+    folder = stage_output_dirs(latest.get("config_patch")).get(stage) if stage is not None else None
+    output_dir = Path(folder) if folder else None
     job = slurm.query_job(process.pid, fresh=True) if slurm.job_id_of(process.host) is not None else None
     state, exit_code = _liveness(process) if job is None else _job_liveness(process, job)
     ended = None
-    if state != "running" and _stage_finished(latest.get("train"), stage):
+    if state != "running" and stage_finished(latest.get("train"), stage):
         # The train phase judged the stage finished from its final checkpoint pair: a stop or kill that
         # landed after the last save does not make it unfinished. Say how the process ended beside it.
         ended, state = (state if state != "finished" else None), "finished"
@@ -67,7 +78,7 @@ def live_training(store: Store | StoreReader, run: Run | Record, *, log_summary:
     summary = log_summary(log) if log_summary else {}
     metrics = [m for m in store.metrics(run_id, stage)]
     step = summary.get("step") if summary.get("step") is not None else (metrics[-1].step if metrics else None)
-    total = summary.get("total") or _planned_steps(latest)
+    total = summary.get("total") or planned_steps(latest.get("plan"))
     losses = summary.get("last_losses") or [m.loss for m in metrics[-5:] if m.loss is not None]
     step_time = summary.get("step_time_s") or _steady([m.step_time_s for m in metrics if m.clean])
     running = state == "running"
@@ -76,14 +87,14 @@ def live_training(store: Store | StoreReader, run: Run | Record, *, log_summary:
     stall_s = _stall_seconds()
     silent = time.time() - log.stat().st_mtime if log.exists() else None
     report: dict[str, Any] = {
-        "stage": stage, "stages": max(len(configs), stage), "pid": process.pid, "state": state,
+        "stage": stage, "stages": max(stages_configured, stage), "pid": process.pid, "state": state,
         "exit_code": exit_code, "log": str(log), "step": step, "total": total,
         "percent": round(100.0 * step / total, 1) if step is not None and total else None,
         "last_losses": losses, "step_time_s": step_time,
         "eta": (_eta_text(eta) if eta is not None else "measuring step time...") if running else None,
         "duration_s": duration, "duration": _eta_text(duration) if duration is not None else None,
         "duration_source": duration_source,
-        "latest_checkpoint": _latest_checkpoint(store, run, stage, output_dir),
+        "latest_checkpoint": _latest_checkpoint(store, run, stage, output_dir, weights_files),
         "latest_sample": _latest_sample(output_dir), "wandb_url": summary.get("wandb_url"),
         "stalled": state == "running" and silent is not None and silent >= stall_s,
     }
@@ -94,25 +105,13 @@ def live_training(store: Store | StoreReader, run: Run | Record, *, log_summary:
                            "exit_code": job.exit_code, "text": job.describe()}
     if state in ("crashed", "failed", "stopped"):
         report["last_log_line"] = summary.get("last_line") or _last_line(log)
-    if query_gpus and state == "running" and job is None:  # a job's GPUs are on its nodes, not here
-        gpus = gpu_now(run.request.get("nvidia_smi"))
-        if gpus:
-            report["gpus"] = gpus
+    if gpus is not None and query_gpus and state == "running" and job is None:  # a job's GPUs are on its nodes
+        now = gpus(run.request.get("nvidia_smi"))
+        if now:
+            report["gpus"] = now
     return report
 
 
-def _planned_steps(latest: dict[str, Any]) -> int | None:
-    """The plan's steps per stage: the total when the log has not said it (the trainer's start line does not)."""
-    plan = latest.get("plan")
-    steps = ((plan.outputs or {}).get("recipe") or {}).get("steps") if plan is not None else None
-    return int(steps) if isinstance(steps, int) else None
-
-
-def _stage_finished(train: PhaseRun | Record | None, stage: int | None) -> bool:
-    """Whether the train phase's latest run succeeded with a final checkpoint for this stage."""
-    if train is None or train.status != "succeeded":
-        return False
-    return any(s.get("stage") == stage and s.get("final_checkpoint") for s in train.outputs.get("stages") or [])
 
 
 def _liveness(process: Process | Record) -> tuple[str, int | None]:
@@ -149,26 +148,6 @@ def _job_liveness(process: Process | Record, job: slurm.JobState) -> tuple[str, 
     if process.status == "crashed" or job.alive is False:
         return "crashed", None
     return "unknown", None
-
-
-def gpu_now(executable: str | None = None, timeout_s: float = 3.0) -> list[dict[str, Any]]:
-    """Utilisation and memory of each GPU right now; [] when nvidia-smi is absent or fails."""
-    exe = executable or os.environ.get("LTX_PIPELINE_NVIDIA_SMI") or shutil.which("nvidia-smi")
-    if not exe:
-        return []
-    try:
-        done = subprocess.run(  # noqa: S603 - argv list, best effort
-            [exe, "--query-gpu=index,name,utilization.gpu,memory.used,memory.total", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=timeout_s, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    gpus = []
-    for line in done.stdout.splitlines() if done.returncode == 0 else []:
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) == 5 and all(f.isdigit() for f in (fields[0], fields[2], fields[3], fields[4])):
-            gpus.append({"index": int(fields[0]), "name": fields[1], "utilization_pct": int(fields[2]),
-                         "memory_used_mib": int(fields[3]), "memory_total_mib": int(fields[4])})
-    return gpus
 
 
 def _duration(process: Process | Record, summary: dict[str, Any]) -> tuple[float | None, str | None]:
@@ -215,19 +194,16 @@ def _eta_text(seconds: float) -> str:
 
 def _stall_seconds() -> float:
     try:
-        return float(os.environ.get(_STALL_ENV, "") or 900)
+        return float(os.environ.get(STALL_SECONDS_ENV, "") or 900)
     except ValueError:
         return 900.0
 
 
-def _latest_checkpoint(store: Store | StoreReader, run: Run | Record, stage: int,
-                       output_dir: Path | None) -> str | None:
+def _latest_checkpoint(store: Store | StoreReader, run: Run | Record, stage: int, output_dir: Path | None,
+                       weights_files: WeightsFiles | None) -> str | None:
     found: list[tuple[int, str]] = [(c.step, c.weights_path) for c in store.checkpoints(saved_id(run), stage)]
-    if output_dir is not None and (output_dir / "checkpoints").is_dir():
-        for path in (output_dir / "checkpoints").glob("*_weights_step_*.safetensors"):
-            digits = path.stem.rsplit("step_", 1)[-1]
-            if digits.isdigit():
-                found.append((int(digits), str(path)))
+    if output_dir is not None and weights_files is not None:
+        found.extend(weights_files(output_dir / "checkpoints"))
     return max(found)[1] if found else None
 
 
