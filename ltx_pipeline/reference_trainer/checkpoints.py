@@ -1,7 +1,7 @@
 """Checkpoint files, retention and resume, with ltx-trainer's names and rules (facts §4.6–§4.8).
 
-Owns: ``checkpoints/{lora|model}_weights_step_{05d}.safetensors`` (LoRA: PEFT adapter weights,
-``base_model.model.`` stripped, ``diffusion_model.`` prepended; full: the plain state dict; cast
+Owns: ``checkpoints/{lora|model}_weights_step_{05d}.safetensors`` (LoRA: the adapter weights with
+PEFT's key names, ``base_model.model.`` stripped, ``diffusion_model.`` prepended; full: the plain state dict; cast
 to ``checkpoints.precision``), ``training_state_step_{05d}.pt`` (written as ``.pt.tmp`` then
 renamed; full / minimal / off), retention of the last ``keep_last_n`` distinct steps written by
 this process (the trainer's duplicate-final-save bug that deletes its own final weights is NOT
@@ -19,13 +19,13 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from ltx_pipeline.reference_trainer.lora import load_lora_state_dict, lora_state_dict
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["Retention", "fingerprint", "load_state", "load_weights", "resolve_checkpoint", "save_state",
            "save_weights"]
 
 logger = logging.getLogger("ltxv_trainer")
-_PEFT_PREFIX = "base_model.model."
 _COMFY_PREFIX = "diffusion_model."
 _DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
 
@@ -46,10 +46,7 @@ def save_weights(model: torch.nn.Module, training_mode: str, step: int, folder: 
     """Write the step's weights file and return its path."""
     dtype = _DTYPES[precision]
     if training_mode == "lora":
-        from peft import get_peft_model_state_dict
-
-        state = get_peft_model_state_dict(model)
-        tensors = {_COMFY_PREFIX + key.removeprefix(_PEFT_PREFIX): value for key, value in state.items()}
+        tensors = {_COMFY_PREFIX + key: value for key, value in lora_state_dict(model).items()}
         path = folder / f"lora_weights_step_{step:05d}.safetensors"
     else:
         tensors = dict(model.state_dict())
@@ -126,13 +123,10 @@ def load_weights(model: torch.nn.Module, path: Path, training_mode: str) -> None
     logger.info(f"📥 Loading checkpoint from {path}")
     tensors = load_file(str(path))
     if training_mode == "lora":
-        from peft import set_peft_model_state_dict
-
-        state = {_PEFT_PREFIX + key.removeprefix(_COMFY_PREFIX): value for key, value in tensors.items()}
-        result = set_peft_model_state_dict(model, state)
-        if result.unexpected_keys:
-            raise ValueError(f"Checkpoint {path} does not match the model: unexpected keys "
-                             f"{result.unexpected_keys[:3]}")
+        unexpected = load_lora_state_dict(model, {key.removeprefix(_COMFY_PREFIX): value
+                                                  for key, value in tensors.items()})
+        if unexpected:
+            raise ValueError(f"Checkpoint {path} does not match the model: unexpected keys {unexpected[:3]}")
         logger.info("✅ LoRA checkpoint loaded successfully")
     else:
         model.load_state_dict(tensors, strict=True)

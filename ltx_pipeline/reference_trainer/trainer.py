@@ -27,13 +27,14 @@ from ltx_pipeline.reference_trainer.data import PrecomputedSamples, caption_salt
 from ltx_pipeline.reference_trainer.flow import modalities_of
 from ltx_pipeline.reference_trainer.logs import get_logger, is_main_process, is_writer
 from ltx_pipeline.reference_trainer.loop import StepLoop
+from ltx_pipeline.reference_trainer.lora import add_lora
 from ltx_pipeline.reference_trainer.memory import GIB, DeviceMemory, capacity_from_env, memory_scale_from_env
 from ltx_pipeline.reference_trainer.model import load_base, read_architecture
 from ltx_pipeline.reference_trainer.optim import build_optimizer, build_scheduler
 from ltx_pipeline.reference_trainer.quantize import quantize_frozen
 from ltx_pipeline.workspace import atomic_write
 
-# bitsandbytes (imported by peft, and for adamw8bit) tries to fetch a Hub kernel for 4-bit CPU matmuls on
+# bitsandbytes (imported for adamw8bit only) tries to fetch a Hub kernel for 4-bit CPU matmuls on
 # AVX512-BF16 CPUs and logs "Failed to load CPU gemm_4bit_forward" when it cannot. This trainer never runs
 # 4-bit layers, so that line would only be a false alarm in train.log.
 logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
@@ -79,17 +80,13 @@ def _build_model(config, logger):  # noqa: ANN001, ANN202
         logger.info(f'Quantizing model with "{config.acceleration.quantization}". This may take a while...')
         quantize_frozen(model, config.acceleration.quantization)
     if mode == "lora":
-        from peft import LoraConfig, get_peft_model
-
         lora = config.lora
-        model = get_peft_model(model, LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-                                                 target_modules=list(lora.target_modules), init_lora_weights=True))
+        add_lora(model, lora.rank, lora.alpha, lora.dropout, lora.target_modules)
     return model
 
 
 def _base(model: torch.nn.Module) -> torch.nn.Module:
-    model = getattr(model, "module", model)  # DDP
-    return model.get_base_model() if hasattr(model, "get_base_model") else model
+    return getattr(model, "module", model)  # DDP
 
 
 def _loader(dataset, config, num_processes: int, rank: int):  # noqa: ANN001, ANN202
@@ -131,6 +128,9 @@ def train(config, disable_progress_bars: bool) -> None:  # noqa: ANN001, C901 - 
     validation = config.validation
     if validation.samples:
         logger.info(f"Pre-computing embeddings for {len(validation.samples)} validation prompts...")
+    # The LoRA's starting weights come from the config's seed too (ltx-trainer draws them unseeded): the same
+    # config then trains the same run, and a demo's figures do not hang on a random start.
+    torch.manual_seed(config.seed)
     model = _build_model(config, logger)
     device = _device()
     if device.type == "cpu" and "OMP_NUM_THREADS" not in os.environ:

@@ -53,14 +53,13 @@ def _losses(output: str) -> dict[int, float]:
 def _initial_lora(project) -> Path:
     """One LoRA initialisation for both runs: the trainer adds LoRA before it seeds (as ltx-trainer does),
     so two runs otherwise start from different random ``lora_A`` matrices."""
-    from peft import LoraConfig, get_peft_model
-
     from ltx_pipeline.reference_trainer import checkpoints
+    from ltx_pipeline.reference_trainer.lora import add_lora
     from ltx_pipeline.reference_trainer.model import load_base
 
     torch.manual_seed(0)
-    model = get_peft_model(load_base(project.base, torch.float32),
-                           LoraConfig(r=4, lora_alpha=4, target_modules=["to_k", "to_q", "to_v", "to_out.0"]))
+    model = add_lora(load_base(project.base, torch.float32), rank=4, alpha=4, dropout=0.0,
+                     target_modules=["to_k", "to_q", "to_v", "to_out.0"])
     saved = checkpoints.save_weights(model, "lora", 0, project.root / "initial", "float32")
     return saved.rename(saved.with_name("initial_lora.safetensors"))  # no step in the name: no state to resume
 
