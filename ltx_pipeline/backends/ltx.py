@@ -33,7 +33,7 @@ from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, load_trainer_config_file, validate_trainer_config
 from ltx_pipeline.probing.gpus import cuda_present
 from ltx_pipeline.probing.models import check_trainer_root
-from ltx_pipeline.probing.trainer_python import TRAINER_SIDE
+from ltx_pipeline.probing.trainer_python import TRAINER_SIDE, read_only_env
 
 __all__ = ["LtxBackend"]
 
@@ -179,7 +179,7 @@ class LtxBackend:
         argv = self.trainer_run("python", str(TRAINER_SIDE / "validate_config.py"), str(config_path.resolve()))
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT_S,  # noqa: S603
-                                  cwd=self.trainer_dir, check=False)
+                                  cwd=self.trainer_dir, check=False, env=read_only_env())
         except subprocess.TimeoutExpired:
             return [self._finding(f"the trainer's config validator did not finish within {_TIMEOUT_S} s in "
                                   f"{self.trainer_dir}; {self._repair} and try again", "trainer_validator_failed")]

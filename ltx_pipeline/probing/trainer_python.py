@@ -19,6 +19,7 @@ from ltx_pipeline.probing import Finding, plain_record
 from ltx_pipeline.probing.models import TrainerCheck
 
 __all__ = ["ENVIRONMENT_MARK", "TRAINER_SIDE", "TrainerPythonCheck", "check_trainer_python", "environment_report",
+           "read_only_env",
            "run_environment_check"]
 
 #: Standalone scripts run with the trainer's interpreter (they import ltx_trainer, never ltx_pipeline).
@@ -49,13 +50,19 @@ class TrainerPythonCheck:
         return Finding(_ITEM, "missing", f"{self.python}: {first['what']}", first.get("fix") or None)
 
 
+def read_only_env() -> dict[str, str]:
+    """The environment for a script that only inspects the user's trainer checkout (the environment check, the
+    config validator): Python writes no ``__pycache__`` there, since nothing outside the workspace is written."""
+    return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
 def run_environment_check(python: Path, trainer_dir: Path, *, quick: bool,
                           timeout_s: float = 300) -> TrainerPythonCheck:
     """Run the environment check with ``python`` (argv list, no shell) and read its one JSON line."""
     argv = [str(python), str(TRAINER_SIDE / "check_environment.py"), str(trainer_dir), *(["--quick"] if quick else [])]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False,  # noqa: S603
-                              cwd=trainer_dir if trainer_dir.is_dir() else None)
+                              cwd=trainer_dir if trainer_dir.is_dir() else None, env=read_only_env())
     except subprocess.TimeoutExpired:
         return _failed(python, f"the environment check did not finish within {timeout_s:.0f} s",
                        "check that the interpreter starts: run it with -c 'import ltx_trainer'")
