@@ -219,7 +219,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def weight(item: pytest.Item) -> tuple[int, int]:
         folder = Path(str(item.fspath)).relative_to(Path(__file__).parent).parts[0]
         rank = _FOLDER_ORDER.index(folder) if folder in _FOLDER_ORDER else len(_FOLDER_ORDER)
-        return (0 if item.get_closest_marker("slow") else 1, rank)
+        heavy = item.get_closest_marker("long") or item.get_closest_marker("slow")
+        return (0 if heavy else 1, rank)
 
     items.sort(key=weight)  # stable: collection order within a weight
 

@@ -17,7 +17,6 @@ from ltx_pipeline.backends.base import (
 )
 from ltx_pipeline.env_names import LTX2_ROOT_ENV
 from ltx_pipeline.errors import BadRequest
-from ltx_pipeline.probing.gpus import planned_gpu
 
 __all__ = ["BACKEND_NAMES", "DISTRIBUTED_MODES", "MIRRORED_TRAINER_VERSION", "MIRROR_VALIDATOR", "LaunchSpec",
            "TrainerBackend", "make_backend", "redact_env"]
@@ -39,7 +38,10 @@ def make_backend(name: str, *, trainer_root: str | None = None, surface: str | N
         root = trainer_root or os.environ.get(LTX2_ROOT_ENV)
         return LtxBackend(Path(root) if root else None, python=trainer_python)
     if name == "reference":
+        # planned_gpu is imported here, not at the top: every simulated-trainer process imports this package,
+        # and the probing package brings numpy and PyAV along (0.2 s of CPU per trainer start).
         from ltx_pipeline.backends.reference import ReferenceBackend
+        from ltx_pipeline.probing.gpus import planned_gpu
 
         # An assumed GPU's memory becomes the toy's device capacity, against its measured bytes
         # multiplied by ``memory_scale`` (without a scale the toy's bytes are far below any card). With

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.phases.test_autotune import GPU_32, LOW, knobs, point, write_surface
 from tests.phases.train_helpers import clips
 
@@ -118,6 +120,7 @@ def test_a_store_that_is_not_shared_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "ws").exists()  # refused before anything was created
 
 
+@pytest.mark.long  # 26 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 def test_driver_and_worker_share_the_sweep_and_find_the_single_host_winner(store_url: str, tmp_path: Path) -> None:
     """Also: while the sweep runs, a worker on a host with another GPU model is refused, naming both."""
     from optuna.trial import TrialState
@@ -162,6 +165,7 @@ def test_driver_and_worker_share_the_sweep_and_find_the_single_host_winner(store
     assert "| host |" in markdown and "host-b" in markdown
 
 
+@pytest.mark.long  # 32 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 def test_a_killed_workers_trial_is_reclaimed_and_run_again(store_url: str, tmp_path: Path) -> None:
     from optuna.trial import TrialState
 

@@ -59,6 +59,7 @@ def test_an_all_silent_folder_trains_video_only_on_every_clip_to_the_end(workspa
     assert "(3 sample(s) trained on;" in summary and "Warning" not in summary
 
 
+@pytest.mark.long  # 22 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 def test_a_half_silent_folder_stops_at_the_plan_gate_and_each_choice_trains_what_it_promised(
         workspace, tmp_path, fake_smi, capsys) -> None:
     folder = clip_folder(tmp_path / "clips", [True, False, True, False])

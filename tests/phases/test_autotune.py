@@ -241,6 +241,7 @@ ENGINE = ("import sys, phases; from tests.phases.test_autotune import with_autot
           "from ltx_pipeline.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
+@pytest.mark.long  # 16 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow
 def test_an_interrupted_sweep_resumes_without_rerunning_or_duplicating_trials(tmp_path, workspace, clips_dataset,
                                                                              capsys, monkeypatch):
@@ -288,6 +289,7 @@ def test_an_interrupted_sweep_resumes_without_rerunning_or_duplicating_trials(tm
     assert len(out["trials"]) == 3 and out["winner"]["optimizer_type"] == "adamw"
 
 
+@pytest.mark.long  # 30 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow  # three real CPU trainings of the toy model and a preprocessing (about a minute)
 def test_a_real_sweep_on_the_reference_trainer_with_a_device_memory_failure(tmp_path):
     """Preprocess the sanity set, train each trial for real on the CPU, OOM against a simulated capacity."""

@@ -60,6 +60,7 @@ def reference_run(workspace: Path, dataset: Path, smi: str, *extra: str) -> list
             "--nvidia-smi", smi, "--approve", "--skip-eval", *extra]  # the renders are test_evaluate's
 
 
+@pytest.mark.long  # 24 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow  # two preprocessings and two 2-3 step CPU trainings of the toy model
 @pytest.mark.usefixtures("training_registered")
 def test_another_base_on_the_reference_backend_is_trained_on_freshly_preprocessed_data(
@@ -97,6 +98,7 @@ def test_another_base_on_the_reference_backend_is_trained_on_freshly_preprocesse
     assert next(p for p in status["phases"] if p["phase"] == "data_check")["reason"] == why
 
 
+@pytest.mark.long  # 31 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow  # two preprocessings of the sanity set and four 4-step trials of the toy model
 def test_a_bucket_change_replaces_the_runs_own_scratch_set_instead_of_failing(
         workspace, tmp_path, fake_smi, monkeypatch, capsys) -> None:

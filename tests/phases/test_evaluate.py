@@ -53,6 +53,7 @@ def _complete(path: Path, frames: int) -> bool:
         return False
 
 
+@pytest.mark.long  # 36 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow  # a reference run as processes: toy training, then the engine and its render killed
 @pytest.mark.timeout(400)
 def test_sigkill_during_the_eval_render_then_resume_renders_only_what_is_missing(workspace, tmp_path,

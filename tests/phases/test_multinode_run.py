@@ -104,6 +104,7 @@ def train_without_autotune(monkeypatch: pytest.MonkeyPatch) -> None:
                                                 if p.name not in ("autotune", "monitor", "evaluate")))
 
 
+@pytest.mark.long  # 18 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.usefixtures("train_without_autotune")
 def test_the_engine_launches_rank_0_and_node_launch_starts_rank_1(workspace, tmp_path, fake_smi, capsys,
                                                                   monkeypatch):

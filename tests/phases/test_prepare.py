@@ -66,6 +66,7 @@ def resume(workspace: Path) -> int:
     return main(["resume", "--workspace", str(workspace), "--run", "r1"])
 
 
+@pytest.mark.long  # 17 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow  # a full reference run (toy training on the CPU)
 @pytest.mark.usefixtures("training_registered")
 def test_folder_of_clips_goes_through_both_gates_to_a_finished_run(workspace, tmp_path, fake_smi, capsys) -> None:

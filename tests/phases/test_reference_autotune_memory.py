@@ -19,6 +19,7 @@ from ltx_pipeline.steps.autotune._trial import REFERENCE_UNMEASURED, TrialSettin
 from tests.phases.test_autotune import with_autotune
 
 
+@pytest.mark.long  # 16 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow  # a preprocessing and two short CPU trainings of the toy model
 def test_a_reference_sweep_without_a_memory_scale_reports_no_zero_peak(tmp_path, monkeypatch) -> None:
     from ltx_pipeline.backends import make_backend

@@ -18,6 +18,7 @@ from tests.reference_trainer.conftest import Project, run_trainer
 STEPS = 60  # the demo's
 
 
+@pytest.mark.long  # 28 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.timeout(300)
 def test_demo_settings_move_samples_toward_the_clips_and_render_captions_differently(tmp_path: Path) -> None:
     from ltx_pipeline.reference_trainer import make_base, preprocess

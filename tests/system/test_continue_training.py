@@ -37,6 +37,7 @@ def _optuna_trials(workspace: Path) -> int:
                for s in optuna.get_all_study_summaries(storage))
 
 
+@pytest.mark.long  # 34 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow  # preprocessing, two short trials and two CPU trainings of the toy model
 def test_raising_steps_on_a_finished_run_trains_only_the_extra_steps_from_the_final_weights(
         workspace, tmp_path, fake_smi, monkeypatch, capsys) -> None:

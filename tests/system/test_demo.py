@@ -17,6 +17,7 @@ PHASES = ["probe", "plan", "prepare", "data_check", "config_patch", "validate", 
           "evaluate"]
 
 
+@pytest.mark.long  # 79 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_demo_runs_every_phase_with_an_oom_trial_a_winner_checkpoints_and_a_summary(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ def _surface(path: Path, gpus: int) -> Path:
     return path
 
 
+@pytest.mark.long  # 27 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

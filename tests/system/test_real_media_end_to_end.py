@@ -66,6 +66,7 @@ def write_dataset(root: Path) -> Path:
     return dataset
 
 
+@pytest.mark.long  # 22 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow  # a CPU training of the toy model, killed and resumed
 @pytest.mark.usefixtures("no_ffmpeg_on_path", "training_registered")
 def test_real_mp4s_go_from_probe_to_resumed_training_and_readable_samples(workspace, tmp_path, fake_smi,

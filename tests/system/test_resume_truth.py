@@ -97,6 +97,7 @@ def test_case2_resume_while_the_trainer_runs_changes_nothing_upstream(workspace,
     assert stop(workspace=workspace, run_name="r1") == 0  # no trainer is left running
 
 
+@pytest.mark.long  # 20 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.usefixtures("training_registered")
 def test_case6_a_rank_change_is_refused_before_any_heavy_phase_and_restart_is_the_way_out(workspace, tmp_path,
                                                                                           monkeypatch) -> None:
@@ -127,6 +128,7 @@ def test_case6_a_rank_change_is_refused_before_any_heavy_phase_and_restart_is_th
     assert steps == sorted(set(steps)) and steps[-1] == 100
 
 
+@pytest.mark.long  # 20 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.usefixtures("training_registered")
 def test_each_attempt_keeps_its_own_log(workspace, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("LTX_SIMULATED_TIME_SCALE", "0.02")

@@ -17,6 +17,8 @@ import socket
 import sys
 from pathlib import Path
 
+import pytest
+
 from ltx_pipeline.cli import main
 from tests.conftest import H100_SMI
 from tests.phases.train_helpers import (  # noqa: F401 - training_registered is a fixture
@@ -102,6 +104,7 @@ def _free_port_for_a_job() -> int:
     raise RuntimeError("no free port")
 
 
+@pytest.mark.long  # 23 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 def test_a_two_node_slurm_job_trains_through_node_launch_and_the_engine_judges_it(
         workspace, tmp_path, fake_smi, monkeypatch, capsys, training_registered):  # noqa: F811
     state, bin_dir = tmp_path / "slurm-state", tmp_path / "slurm-bin"

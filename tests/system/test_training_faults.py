@@ -44,6 +44,7 @@ def reference_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LTX_REFERENCE_DEVICE", "cpu")
 
 
+@pytest.mark.long  # 23 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow
 @pytest.mark.usefixtures("training_registered")
 def test_killed_engine_is_reattached_without_a_second_launch(workspace, tmp_path, monkeypatch) -> None:
@@ -66,6 +67,7 @@ def test_killed_engine_is_reattached_without_a_second_launch(workspace, tmp_path
     assert steps == list(range(20, 301, 20))  # every step once, none parsed twice
 
 
+@pytest.mark.long  # 35 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`
 @pytest.mark.slow
 @pytest.mark.usefixtures("reference_env", "training_registered")
 def test_chained_stages_warm_start_from_the_previous_final_weights_at_step_zero(workspace, tmp_path,
