@@ -216,7 +216,7 @@ def render_plan(ctx: LtxContext, recipe: Recipe, probe: ProbeOutputs, missing: l
               f"- Generates: {_generates(mode)}", f"- Training mode: {recipe.training_mode}",
               f"- Trainer backend: {_backend_words(ctx.backend)}", *_model_lines(probe), ""]
     lines += ["## Dataset", "", f"- Path: `{request.dataset}` ({dataset.kind})"]
-    lines += [f"- {k}: {v}" for k, v in _dataset_facts(dataset).items()]
+    lines += _dataset_lines(dataset)
     lines += [f"- Required metadata columns for {mode.name}: {', '.join(mode.columns)}",
               "- Required precomputed folders: "
               + ", ".join(trained_mode(mode, audio).precomputed_dirs), ""]
@@ -372,12 +372,9 @@ def _generates(mode: Any) -> str:
     return " + ".join(parts)
 
 
-def _dataset_facts(dataset: DatasetInfo) -> dict[str, Any]:
-    # The probe's record nests these (under metadata, media...), so none is found at its top and plan.md lists
-    # none: kept as it is, since listing them changes plan.md, and with it the approval subject of a re-plan.
-    plain = to_plain(dataset)
-    keys = ("rows", "columns", "caption_column", "media_count", "missing_media", "subfolders", "checkpoints")
-    return {k.replace("_", " "): plain[k] for k in keys if plain.get(k) not in (None, [], {})}
+def _dataset_lines(dataset: DatasetInfo) -> list[str]:
+    """What the probe found at the dataset path (rows, columns, media, missing files) and its warnings."""
+    return [f"- Found: {dataset.to_finding().detail}", *(f"- Warning: {w}" for w in dataset.warnings)]
 
 
 PHASE = PlanPhase()

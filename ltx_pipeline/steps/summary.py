@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.outputs.evaluate import EvaluateOutputs
+from ltx_pipeline.steps.memory_figures import format_gb
 from ltx_pipeline.steps.samples_used import samples_text
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
@@ -116,7 +117,7 @@ def render_summary(facts: dict[str, Any]) -> str:
         step_time = f"{s['step_time_s']:.2f} s" if measured else "not measured (too few clean steps)"
         speed = (f"{s['steps_per_second']:.2f} steps/s" if s.get("steps_per_second") is not None
                  else "not reported")
-        peak = f"{s['peak_gpu_memory_gb']:.2f} GB" if s.get("peak_gpu_memory_gb") is not None else "not reported"
+        peak = format_gb(s.get("peak_gpu_memory_gb"), missing="not reported")
         if s.get("on_gpu") is False:
             peak = "not measured: no GPU, the trainer ran on the CPU"
         lines.append(f"| {s['stage']} | {step_time} | {speed} | {peak} | {s['logged_steps']} |")

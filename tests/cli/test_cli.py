@@ -46,6 +46,9 @@ def test_run_stops_at_the_gate_then_approve_and_resume_finish(cli, workspace, cl
                     "## Cost / Time", "## Approve to proceed"):
         assert section in plan
     assert "80GB+ tier" in plan and "`t2v_lora.yaml`" in plan and "| lora rank / alpha | 32 / 32 |" in plan
+    # What the probe found at the dataset path, not just the path.
+    assert f"- Found: metadata: {clips_dataset}: 3 rows, caption column caption, media columns video, 0 media " \
+           "files missing" in plan
     report = status(cli, workspace)["runs"][0]
     assert report["state"] == "awaiting_approval"
     assert [(p["phase"], p["status"]) for p in report["phases"]] == [("probe", "succeeded"), ("plan", "succeeded")]

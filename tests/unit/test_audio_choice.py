@@ -137,3 +137,15 @@ def test_a_mode_that_reads_the_clips_sound_names_silent_clips_before_approval_an
         build_request({"dataset": "d.json", "mode": "v2a", "audio": "off"})
     assert "trains on the clips' sound" in caught.value.what
     assert decide_audio(get_mode("v2v"), "auto", _facts(False)).blocker is None  # reads no sound
+
+
+def test_a_small_measured_peak_reads_in_mib_not_as_zero_gb(tmp_path: Path) -> None:
+    """The toy's unscaled peak (under 1 MiB) read ``0.00 GB`` in run-summary.md, as if nothing was measured."""
+    log = tmp_path / "train.log"
+    log.write_text("INFO Step 1/2 loss 0.5\n")
+    facts = _summary_facts(tmp_path, log)
+    facts["stages"][0]["peak_gpu_memory_gb"] = 866620 / 1024**3
+    text = render_summary(facts)
+    assert "| 0.8 MiB |" in text and "0.00 GB" not in text
+    facts["stages"][0]["peak_gpu_memory_gb"] = 61.3
+    assert "| 61.3 GB |" in render_summary(facts)

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from ltx_pipeline.ltx.autotune import SweepPlanner, search_space
-from ltx_pipeline.steps.autotune._report import format_gb, render_log, render_markdown, trial_line
+from ltx_pipeline.steps.autotune._report import render_log, render_markdown, trial_line
 from ltx_pipeline.steps.autotune._trial import (
     REFERENCE_UNMEASURED,
     UNMEASURED,
@@ -26,6 +26,7 @@ from ltx_pipeline.steps.autotune._trial import (
     _peaks,
     whole_words,
 )
+from ltx_pipeline.steps.memory_figures import format_gb
 from ltx_pipeline.steps.vram_sampler import IDLE_MIB, ResourceSampler, nvidia_smi_reader
 from ltx_pipeline.trainer_log import TrainingProgress
 

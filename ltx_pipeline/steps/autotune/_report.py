@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.ltx.autotune import format_knobs
+from ltx_pipeline.steps.memory_figures import NOT_MEASURED, format_gb
 from ltx_pipeline.workspace import atomic_write
 
-__all__ = ["format_gb", "memory_of", "render_log", "render_markdown", "render_off_markdown", "trial_line",
+__all__ = ["memory_of", "render_log", "render_markdown", "render_off_markdown", "trial_line",
            "write_off_reports", "write_reports"]
 
-NOT_MEASURED = "not measured"
 MEMORY_FILE = "memory.json"  # written by ``_trial`` beside each trial's log
 _MEMORY_KEYS = ("peak_vram_gb", "peak_source", "validation_peak_vram_gb", "validation_peak_source", "memory_note",
                 "assumed_fit", "host_ram_source")
@@ -39,20 +39,6 @@ _SOURCE_WORDS = {
                                     "scale (--reference-memory-scale)",
     "simulated cost surface": "the cost surface's figure for that config (simulated backend)",
 }
-
-
-def format_gb(value: float | None, *, missing: str = NOT_MEASURED) -> str:
-    """A memory figure for people: never ``0.0`` for a small measurement, ``missing`` when there is none.
-
-    Zero is not a measurement of anything that ran, so it reads as ``missing`` too.
-    """
-    if value is None or value <= 0:
-        return missing
-    if value >= 1:
-        return f"{value:.1f} GB"
-    if value >= 0.01:
-        return f"{value:.2f} GB"
-    return f"{value * 1024:.1f} MiB"
 
 
 def _num(value: float | None, fmt: str = "{:.2f}", missing: str = "-") -> str:

@@ -1,0 +1,21 @@
+"""Memory figures in words for people: one formatter, so a small toy's peak never reads ``0.00 GB``."""
+
+from __future__ import annotations
+
+__all__ = ["NOT_MEASURED", "format_gb"]
+
+NOT_MEASURED = "not measured"
+
+
+def format_gb(value: float | None, *, missing: str = NOT_MEASURED) -> str:
+    """A memory figure for people: never ``0.0`` for a small measurement, ``missing`` when there is none.
+
+    Zero is not a measurement of anything that ran, so it reads as ``missing`` too.
+    """
+    if value is None or value <= 0:
+        return missing
+    if value >= 1:
+        return f"{value:.1f} GB"
+    if value >= 0.01:
+        return f"{value:.2f} GB"
+    return f"{value * 1024:.1f} MiB"
