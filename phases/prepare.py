@@ -111,7 +111,8 @@ class PreparePhase:
         request = ctx.request
         captioner = make_captioner(name, trigger=request.trigger,
                                    trainer_root=Path(request.trainer_root) if request.trainer_root else None,
-                                   vllm_url=request.vllm_url, python=request.trainer_python)
+                                   vllm_url=request.vllm_url, python=request.trainer_python,
+                                   sound=not ctx.output(PlanOutputs).video_only)
         self._built = (ctx, captioner)
         return captioner
 

@@ -5,6 +5,7 @@ track), a folder of clips (captioned by the offline captioner), the reference ba
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,9 @@ def test_an_all_silent_folder_trains_video_only_on_every_clip_to_the_end(workspa
     assert "video only" in records["training_strategy.audio"]
     summary = (workspace / "r1" / "outputs" / "run-summary.md").read_text()
     assert "(3 sample(s) trained on;" in summary and "Warning" not in summary
+    # A video-only run's captions (the eval prompts too) say nothing of sound: it is not trained.
+    captions = [row["caption"] for row in json.loads((workspace / "r1" / "dataset" / "dataset.json").read_text())]
+    assert len(captions) == 3 and not any("silent" in c or "sound" in c for c in captions), captions
 
 
 @pytest.mark.long  # 22 s on 2 cores (2026-12-06): in the opt-in long suite, `-m long`

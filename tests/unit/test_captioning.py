@@ -80,9 +80,9 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the clips the offline captioner describes."""
     calls: list[str] = []
 
-    def counting(path: Path) -> str:
+    def counting(path: Path, *, sound: bool = True) -> str:
         calls.append(path.name)
-        return describe_clip(path)
+        return describe_clip(path, sound=sound)
 
     monkeypatch.setattr(offline_module, "describe_clip", counting)
     return calls
@@ -112,6 +112,19 @@ def test_offline_hears_sound_and_is_deterministic(tmp_path: Path) -> None:
     assert text == "A 1.0-second clip, 64x64: a red shape on a black background moving left to right; with sound."
     twin = shutil.copy(clip, tmp_path / "twin.mp4")
     assert describe_clip(Path(twin)) == text == describe_clip(clip)
+
+
+def test_for_a_video_only_run_the_offline_captions_say_nothing_of_sound(workspace: Path, captions_file: Path) -> None:
+    """A video-only LoRA never hears the clips: "with sound" in its captions (and so in its eval prompts) would
+    describe what it does not learn."""
+    loud = _clip(workspace / "dataset" / "loud.mp4", audio=True)
+    assert describe_clip(loud, sound=False) == "A 1.0-second clip, 64x64: a red shape on a black background " \
+                                               "moving left to right."
+    captioner = OfflineCaptioner(sound=False)
+    got = captioner.caption([loud], captions_file, workspace=workspace)
+    assert list(got.values()) == [describe_clip(loud, sound=False)]
+    # The setting is part of what identifies the captions; a run that hears its clips keeps its old identity.
+    assert captioner.settings()["sound"] is False and "sound" not in OfflineCaptioner().settings()
 
 
 def test_offline_captions_only_clips_without_one_and_keeps_old_rows_verbatim(

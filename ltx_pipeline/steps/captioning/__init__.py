@@ -51,14 +51,15 @@ class Captioner(Protocol):
 
 
 def make_captioner(name: str, *, trigger: str | None, trainer_root: Path | None, vllm_url: str = DEFAULT_VLLM_URL,
-                   uv: str | None = None, python: str | Path | None = None) -> Captioner:
-    """The captioner called ``name``.
+                   uv: str | None = None, python: str | Path | None = None, sound: bool = True) -> Captioner:
+    """The captioner called ``name``; ``sound=False`` (a video-only run) keeps the offline captioner's captions
+    silent about sound.
 
     Raises:
         BadInput: an unknown name, or a trainer captioner without an LTX-2 checkout.
     """
     if name == "offline":
-        return OfflineCaptioner(trigger)
+        return OfflineCaptioner(trigger, sound=sound)
     if name in TRAINER_CAPTIONERS:
         return TrainerScriptCaptioner(name, trainer_root=trainer_root, trigger=trigger, vllm_url=vllm_url, uv=uv,
                                       python=python)

@@ -45,12 +45,20 @@ class OfflineCaptioner:
 
     name: str = "offline"
 
-    def __init__(self, trigger: str | None = None) -> None:
+    def __init__(self, trigger: str | None = None, *, sound: bool = True) -> None:
+        """``sound=False`` for a run that trains video only: its captions say nothing of the clips' sound, since
+        the model it trains never hears it (and evaluation renders reuse the captions as prompts)."""
         self.trigger = trigger.strip() if trigger and trigger.strip() else None
+        self.sound = sound
 
     def settings(self) -> dict[str, Any]:
-        """What identifies its captions: the captioner, its wording version and the trigger kept out of them."""
-        return {"captioner": self.name, "version": OFFLINE_VERSION, "trigger": self.trigger}
+        """What identifies its captions: the captioner, its wording version, the trigger kept out of them, and
+        ``sound: False`` when the sound clause is left out (absent otherwise, so earlier runs keep their
+        fingerprints)."""
+        settings: dict[str, Any] = {"captioner": self.name, "version": OFFLINE_VERSION, "trigger": self.trigger}
+        if not self.sound:
+            settings["sound"] = False
+        return settings
 
     def caption(self, clips: list[Path], captions_file: Path, *, workspace: Path,
                 on_progress: Callable[[int, int], None] | None = None) -> dict[str, str]:
@@ -70,7 +78,7 @@ class OfflineCaptioner:
             book.save(workspace)
         for done, clip in enumerate(pending, start=1):
             try:
-                text = describe_clip(clip)
+                text = describe_clip(clip, sound=self.sound)
             except BadMedia as exc:
                 raise BadDataset(f"Cannot caption {clip}: {exc.reason}", where=str(clip),
                                  fix="re-encode or remove the clip; the captions made so far are kept") from None
@@ -81,8 +89,9 @@ class OfflineCaptioner:
         return {keys[clip]: book.get(clip) or "" for clip in clips}
 
 
-def describe_clip(path: Path) -> str:
-    """One sentence of measured facts about a video, image or audio file.
+def describe_clip(path: Path, *, sound: bool = True) -> str:
+    """One sentence of measured facts about a video, image or audio file; a video's sound clause only with
+    ``sound``.
 
     Raises:
         BadMedia: the file cannot be read.
@@ -93,7 +102,8 @@ def describe_clip(path: Path) -> str:
     if info.kind == "image":
         return f"A still image, {info.width}x{info.height}: {_scene(_image_thumb(path))}."
     frames = _sample_frames(path, info)
-    return f"{_seconds(info.duration_s)} clip, {info.width}x{info.height}: {_scene(frames)}; {_sound(path, info)}."
+    heard = f"; {_sound(path, info)}" if sound else ""
+    return f"{_seconds(info.duration_s)} clip, {info.width}x{info.height}: {_scene(frames)}{heard}."
 
 
 def _thumb_size(width: int, height: int) -> tuple[int, int]:
