@@ -23,6 +23,7 @@ __all__ = [
     "SLURM_POLL_ENV",
     "STALL_SECONDS_ENV",
     "STORE_ENV",
+    "UI_TOKEN_ENV",
     "WORKSPACE_ENV",
 ]
 
@@ -33,6 +34,9 @@ WORKSPACE_ENV = "LTX_PIPELINE_WORKSPACE"
 STORE_ENV = "LTX_PIPELINE_STORE"
 # The nvidia-smi executable to use instead of the one on PATH (probing/gpus.py; tests replay captured output).
 NVIDIA_SMI_ENV = "LTX_PIPELINE_NVIDIA_SMI"
+# The dashboard's token (cli/ui.py, as --token): from the environment it stays out of `ps`, where other local users
+# would see a command-line token.
+UI_TOKEN_ENV = "LTX_PIPELINE_UI_TOKEN"
 # Seconds without a trainer log line before a training is called stalled (steps/follow.py, status/live.py).
 STALL_SECONDS_ENV = "LTX_PIPELINE_STALL_SECONDS"
 # Seconds between a supervisor's heartbeats in the store (engine/processes.py, engine/supervise.py).

@@ -57,7 +57,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("LTX_PIPELINE_WORKSPACE", str(tmp_path / "ws"))
     for name in ("CUDA_VISIBLE_DEVICES", "LTX2_ROOT", "LTX_MODELS_DIR", "LTX_PIPELINE_NVIDIA_SMI", "WANDB_API_KEY",
-                 "NETRC", "CUDA_DEVICE_ORDER"):
+                 "NETRC", "CUDA_DEVICE_ORDER", "LTX_PIPELINE_UI_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     # Variables a command sets in its own process for the processes it starts (`--store` exports the store,
     # the demo its log cadence): an in-process `main()` must not leave them to the next test of this worker.

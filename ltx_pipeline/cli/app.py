@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from ltx_pipeline.cli import autotune_worker, config_tools, demo, diagnose, nodes, smoke, training, workflow
+from ltx_pipeline.cli import autotune_worker, config_tools, demo, diagnose, nodes, smoke, training, ui, workflow
 from ltx_pipeline.cli.bench import bench_app
 from ltx_pipeline.store.location import STORE_ENV
 
@@ -45,4 +45,5 @@ app.command("node-launch")(nodes.node_launch)
 app.command("autotune-worker")(autotune_worker.autotune_worker)
 app.command("smoke")(smoke.smoke)
 app.command("diagnose")(diagnose.diagnose)
+app.command("ui")(ui.ui)
 app.add_typer(bench_app, name="bench")

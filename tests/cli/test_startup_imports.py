@@ -21,7 +21,8 @@ from tests.phases.train_helpers import clips, drive_until_validate, simulated_ar
 #: Modules whose import a read-only start-up must never pay for (top-level package names, or exact modules).
 HEAVY = ("torch", "optuna", "accelerate", "peft", "matplotlib", "ruamel", "sqlalchemy", "sqlmodel", "alembic",
          "pydantic", "numpy", "av", "PIL", "transitions", "safetensors", "ltx_pipeline.ltx.trainer_config",
-         "ltx_pipeline.reference_trainer", "ltx_pipeline.backends", "phases")
+         "ltx_pipeline.reference_trainer", "ltx_pipeline.backends", "phases",
+         "starlette", "uvicorn", "jinja2", "ltx_pipeline.ui")  # the dashboard's web stack: the ui command's alone
 ENGINE = [sys.executable, "-X", "importtime", "-c", "from ltx_pipeline.cli import main; main()"]
 
 

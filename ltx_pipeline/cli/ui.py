@@ -1,0 +1,73 @@
+"""``ltx-pipeline ui``: the read-only web dashboard over a workspace.
+
+The web stack (Starlette, uvicorn, Jinja2) is imported inside the command only, so ``--help`` and every
+other command start as light as before (tests/cli/test_startup_imports.py). The command checks its
+input (the workspace exists, the store is readable without changes, the port is free), binds, prints
+the URL once (with the token, for a non-loopback bind) and serves until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ltx_pipeline.cli.options import WorkspaceOpt
+from ltx_pipeline.env_names import UI_TOKEN_ENV
+
+__all__ = ["ui"]
+
+
+def ui(workspace: WorkspaceOpt = None,
+       port: Annotated[int, typer.Option("--port", help="TCP port (0: any free one).")] = 8188,
+       host: Annotated[str, typer.Option("--host", help="Address to listen on. Anything but loopback needs a "
+                                                        "token: --token, else a new one is printed.")] = "127.0.0.1",
+       token: Annotated[str | None, typer.Option("--token", envvar=UI_TOKEN_ENV, show_envvar=True,
+                                                 help="Token every request must carry (Authorization: Bearer, or "
+                                                      "?token= once); from the environment it stays out of `ps`.")
+                        ] = None) -> int:
+    """Serve a read-only dashboard of every run: phases, live training curves, samples, eval renders, trials."""
+    from ltx_pipeline.cli.console import out
+    from ltx_pipeline.errors import EXIT_OK, BadInput
+    from ltx_pipeline.ui.serve import is_loopback, listen, new_token, run
+    from ltx_pipeline.workspace import Workspace
+
+    ws = Workspace.at(workspace)
+    if not ws.root.is_dir():
+        raise BadInput(f"No workspace at {ws.root}", where="--workspace",
+                       fix=f"point --workspace at an existing one, or make one: ltx-pipeline demo -w {ws.root}")
+    if token is not None and len(token) < 16:
+        raise BadInput("The token is shorter than 16 characters", where="--token",
+                       fix="use a long random token, or omit --token to have one generated")
+    if token is None and not is_loopback(host):
+        token = new_token()
+    from ltx_pipeline.ui.app import create_app
+    from ltx_pipeline.ui.source import StoreSource
+
+    StoreSource(ws).check()
+    app = create_app(ws, token)
+    sock = listen(host, port)
+    try:
+        _announce(ws.root, host, sock.getsockname()[1], token)
+        run(app, sock)
+    except KeyboardInterrupt:  # Ctrl-C is how a dashboard stops (uvicorn shuts down cleanly, then re-raises it)
+        out.print("Stopped.", markup=False)
+    return EXIT_OK
+
+
+def _announce(root: Path, host: str, port: int, token: str | None) -> None:
+    """The URL, printed once (with the token, which is never shown again), and how to reach a loopback bind."""
+    import socket
+
+    from ltx_pipeline.cli.console import out
+
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    out.print(f"Serving {root} read-only at {url}  (Ctrl-C stops)", markup=False)
+    if token:
+        out.print("Every request needs this token: open the URL above once, or send 'Authorization: Bearer "
+                  "<token>'. It is shown only now.", markup=False)
+    else:
+        out.print(f"From another machine: ssh -L {port}:127.0.0.1:{port} {socket.gethostname()}, then open "
+                  f"http://127.0.0.1:{port}/", markup=False)
