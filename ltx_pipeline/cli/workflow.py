@@ -8,7 +8,7 @@ signatures (typer reads them to build the CLI); what a command needs is imported
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -212,6 +212,7 @@ def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
     from ltx_pipeline.cli.render import print_json, render_status
     from ltx_pipeline.errors import EXIT_OK, BadRequest
     from ltx_pipeline.status.report import status_report
+    from ltx_pipeline.steps import trainer_readers
     from ltx_pipeline.store.reader import StoreReader
     from ltx_pipeline.workspace import Workspace
 
@@ -220,33 +221,13 @@ def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
     # the full store, which upgrades it (what status always did).
     target = ws.store
     store = (StoreReader.open(target) if isinstance(target, Path) else None) or _full_store(ws)
-    report = status_report(store, ws, run_name, log_summary=_log_summary, weights_files=_weights_files,
-                           gpus=_gpus_now)
+    report = status_report(store, ws, run_name, log_summary=trainer_readers.log_summary,
+                           weights_files=trainer_readers.weights_files, gpus=trainer_readers.gpus_now)
     if run_name and not report["runs"]:
         raise BadRequest(f"No run named {run_name!r} in {ws.root}", where="--run", fix="omit --run to list all")
     print_json(out, report) if as_json else render_status(out, report)
     return EXIT_OK
 
-
-def _log_summary(log: Path) -> dict[str, Any]:
-    """A trainer log's tail, summarised; the log parser is loaded only when a run has a trainer to show."""
-    from ltx_pipeline.steps.follow import log_summary
-
-    return log_summary(log)
-
-
-def _weights_files(checkpoints: Path) -> list[tuple[int, str]]:
-    """The trainer's weights files in a checkpoints folder, with their steps (the trainer's naming, in ``ltx/``)."""
-    from ltx_pipeline.ltx.checkpoint_files import weights_files
-
-    return weights_files(checkpoints)
-
-
-def _gpus_now(nvidia_smi: str | None) -> list[dict[str, Any]]:
-    """Each GPU's use right now, through the nvidia-smi the probe resolves; loaded only for a running trainer."""
-    from ltx_pipeline.probing.nvidia_smi import gpu_now
-
-    return gpu_now(nvidia_smi)
 
 
 def _full_store(ws: Workspace) -> Store | None:

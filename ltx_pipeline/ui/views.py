@@ -19,6 +19,7 @@ from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.evaluate import EvaluateOutputs
 from ltx_pipeline.outputs.train import TrainOutputs
 from ltx_pipeline.status.report import status_report
+from ltx_pipeline.steps import trainer_readers
 from ltx_pipeline.store.rows import saved_id
 from ltx_pipeline.ui.configs import stage_configs
 from ltx_pipeline.ui.documents import run_documents
@@ -85,8 +86,8 @@ def run_view(source: StoreSource, name: str) -> dict[str, Any] | None:
 
 
 def _report(store: StoreReader | Store | None, source: StoreSource, name: str | None) -> dict[str, Any]:
-    return status_report(store, source.workspace, name, log_summary=_log_summary, weights_files=_weights_files,
-                         gpus=_gpus_now)
+    return status_report(store, source.workspace, name, log_summary=trainer_readers.log_summary,
+                         weights_files=trainer_readers.weights_files, gpus=trainer_readers.gpus_now)
 
 
 def _typed(row: PhaseRun | Record | None, kind: type[_Outputs], notes: list[str]) -> _Outputs | None:
@@ -150,21 +151,3 @@ def _related(runs: list[dict[str, Any]], entry: dict[str, Any], prior: str | Non
         elif other_study == study:
             out.append({"name": other["name"], "why": f"shares the autotune study {study}"})
     return out
-
-
-def _log_summary(log: Path) -> dict[str, Any]:
-    from ltx_pipeline.steps.follow import log_summary
-
-    return log_summary(log)
-
-
-def _weights_files(checkpoints: Path) -> list[tuple[int, str]]:
-    from ltx_pipeline.ltx.checkpoint_files import weights_files
-
-    return weights_files(checkpoints)
-
-
-def _gpus_now(nvidia_smi: str | None) -> list[dict[str, Any]]:
-    from ltx_pipeline.probing.nvidia_smi import gpu_now
-
-    return gpu_now(nvidia_smi)
