@@ -8,6 +8,7 @@ the URL once (with the token, for a non-loopback bind) and serves until Ctrl-C.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -48,6 +49,10 @@ def ui(workspace: WorkspaceOpt = None,
     StoreSource(ws).check()
     app = create_app(ws, token)
     sock = listen(host, port)
+    # Ctrl-C (SIGINT) is how a dashboard stops. A shell that started this in the background leaves SIGINT ignored,
+    # and uvicorn takes SIGINT over once it serves anyway (then hands it back to the handler it found): take it
+    # from here on, so a SIGINT at any moment stops the server cleanly, never lost before uvicorn starts.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         _announce(ws.root, host, sock.getsockname()[1], token)
         run(app, sock)
