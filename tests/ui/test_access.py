@@ -7,8 +7,11 @@ report kinds (never a log or the database); a video answers Range requests so a 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -133,33 +136,40 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
     assert "choose another --port" in done.stderr
 
 
-def test_ctrl_c_stops_the_dashboard_cleanly(tmp_path: Path) -> None:
-    import signal
+@contextmanager
+def _dashboard(*args: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
+    """`ltx-pipeline ui ARGS` as a process, killed at the end whatever the test saw (no server outlives it)."""
+    proc = subprocess.Popen([*ENGINE, "ui", *args], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
 
+
+def test_ctrl_c_stops_the_dashboard_cleanly(tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
-    proc = subprocess.Popen([*ENGINE, "ui", "--workspace", str(tmp_path / "ws"), "--port", "0"], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    assert proc.stdout is not None and proc.stdout.readline().startswith("Serving ")
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    with _dashboard("--workspace", str(tmp_path / "ws"), "--port", "0") as proc:
+        assert proc.stdout is not None and proc.stdout.readline().startswith("Serving ")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
     assert (proc.returncode, out.splitlines()[-1], err) == (0, "Stopped.", "")
 
 
 def test_the_token_may_come_from_the_environment_and_stays_out_of_the_command_line(tmp_path: Path) -> None:
     """A --token on the command line is visible to every local user in `ps`; LTX_PIPELINE_UI_TOKEN is not."""
-    import signal
-
     (tmp_path / "ws").mkdir()
     token = "env-token-0123456789abcdef"
-    argv = [*ENGINE, "ui", "--workspace", str(tmp_path / "ws"), "--host", "0.0.0.0", "--port", "0"]
-    proc = subprocess.Popen(argv, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1", "LTX_PIPELINE_UI_TOKEN": token})
-    assert proc.stdout is not None
-    first = proc.stdout.readline()
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=30)
+    args = ("--workspace", str(tmp_path / "ws"), "--host", "0.0.0.0", "--port", "0")
+    with _dashboard(*args, env={"LTX_PIPELINE_UI_TOKEN": token}) as proc:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
     assert first.startswith("Serving ") and f"?token={token}" in first, first
-    assert token not in " ".join(argv)
+    assert token not in " ".join(args)
     short = subprocess.run([*ENGINE, "ui", "--workspace", str(tmp_path / "ws"), "--host", "0.0.0.0"],
                            capture_output=True, text=True, timeout=60,
                            env={**os.environ, "LTX_PIPELINE_UI_TOKEN": "short"})
