@@ -46,7 +46,8 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def demo_run(demo_workspace: Path) -> tuple[Path, str]:
     """The demo's workspace and its one run's name."""
-    return demo_workspace, next(p.name for p in demo_workspace.iterdir() if p.name.startswith("demo-") and p.is_dir())
+    # The run's folder is the one with a run.yaml: the demo's clips lie beside it in demo-data/.
+    return demo_workspace, next(p.name for p in sorted(demo_workspace.iterdir()) if (p / "run.yaml").is_file())
 
 
 def test_the_finished_demo_run_is_listed_and_its_page_shows_each_part(
