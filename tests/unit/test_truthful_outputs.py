@@ -276,6 +276,7 @@ def _kill_trainer_after(log: Path, step: int, done: threading.Event) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow  # 9 s: a CPU training of the toy model, killed and resumed; ordered first
 @pytest.mark.usefixtures("training_registered")
 def test_a_users_kill_9_is_killed_not_host_oom_and_the_resume_is_marked(workspace, tmp_path, monkeypatch,
                                                                         saved_figures) -> None:
