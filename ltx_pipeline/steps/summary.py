@@ -117,10 +117,7 @@ def render_summary(facts: dict[str, Any]) -> str:
         step_time = f"{s['step_time_s']:.2f} s" if measured else "not measured (too few clean steps)"
         speed = (f"{s['steps_per_second']:.2f} steps/s" if s.get("steps_per_second") is not None
                  else "not reported")
-        peak_gb = s.get("peak_gpu_memory_gb")
-        # Two decimals as the trainer prints its own figure; a figure that small reads in MiB, never 0.00 GB.
-        peak = f"{peak_gb:.2f} GB" if peak_gb is not None and peak_gb >= 0.01 else format_gb(peak_gb,
-                                                                                              missing="not reported")
+        peak = format_gb(s.get("peak_gpu_memory_gb"), missing="not reported", places=2)
         if s.get("on_gpu") is False:
             peak = "not measured: no GPU, the trainer ran on the CPU"
         lines.append(f"| {s['stage']} | {step_time} | {speed} | {peak} | {s['logged_steps']} |")
