@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from ltx_pipeline.errors import LtxPipelineError, UnsafePath
+from ltx_pipeline.steps.memory_figures import format_gb
 from ltx_pipeline.ui.access import TokenGate
 from ltx_pipeline.ui.files import MEDIA_TYPES, servable
 from ltx_pipeline.ui.source import StoreSource
@@ -43,6 +44,7 @@ def create_app(workspace: Workspace, token: str | None = None) -> TokenGate:
     source = StoreSource(workspace)
     templates = Jinja2Templates(directory=str(_HERE / "templates"))
     templates.env.globals["poll_ms"] = POLL_MS
+    templates.env.filters["gb"] = format_gb  # memory figures as everywhere else: MiB when small, never 0.0 GB
 
     def runs_page(request: Request) -> Response:
         data = _finite(runs_view(source))
