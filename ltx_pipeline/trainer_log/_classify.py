@@ -21,7 +21,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ltx_pipeline.ltx.config_values import config_value
-from ltx_pipeline.trainer_log._detect import dataset_failure, dependency_failure, stale_embeddings_failure
+from ltx_pipeline.trainer_log._detect import (
+    dataset_failure,
+    dependency_failure,
+    missing_file_fix,
+    stale_embeddings_failure,
+)
 from ltx_pipeline.trainer_log._events import ErrorSignal, Event, StepEvent
 from ltx_pipeline.trainer_log._grammar import parse_lines
 from ltx_pipeline.trainer_log._kinds import FAILURE_KINDS, ConfigChange, FixStep
@@ -118,10 +123,7 @@ def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], st
         evidence = shm.text if shm else f"terminated by SIGBUS (exit code {exit_code}, signal {signal})"
         return Failure("shm_bus_error", evidence, fix=_shm_fix(config))
     if missing := last("missing_files"):
-        return Failure("missing_files", missing.text, fix=[FixStep(None, None, (
-            "A path the trainer needs does not exist; check model.model_path, model.text_encoder_path, "
-            "data.preprocessed_data_root, model.load_checkpoint and validation media against the evidence line."
-        ))])
+        return Failure("missing_files", missing.text, fix=missing_file_fix(missing.text, lines, config))
     nan_steps = [e for e in events if isinstance(e, StepEvent) and not math.isfinite(e.loss)]
     nan_signal = last("nan_loss")
     if nan_steps or nan_signal:

@@ -4,7 +4,8 @@
 load, a checkpoint or config the installed code does not understand). ``dataset_error``: what the
 trainer's own scripts and dataset refuse (``process_videos.py``'s bucket check, ``datasets.py``'s
 per-source sample counts). ``stale_embeddings``: cached text embeddings from another model, which fail
-as a key or shape mismatch at the first training step. Each finding carries the fix its cause implies.
+as a key or shape mismatch at the first training step. Each finding carries the fix its cause implies;
+``missing_file_fix`` is the fix for a path that does not exist, named with the config key that holds it.
 Input lines have their launcher prefixes stripped already. Pure standard library.
 """
 
@@ -13,12 +14,13 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping
+from pathlib import PurePath
 from typing import Any, NamedTuple
 
 from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.trainer_log._kinds import FixStep
 
-__all__ = ["Finding", "dataset_failure", "dependency_failure", "stale_embeddings_failure"]
+__all__ = ["Finding", "dataset_failure", "dependency_failure", "missing_file_fix", "stale_embeddings_failure"]
 
 
 class Finding(NamedTuple):
@@ -202,6 +204,56 @@ def stale_embeddings_failure(lines: list[str], phase: str | None, steps_logged: 
         FixStep(None, None, "Keep one data.preprocessed_data_root per model: latents from another VAE fail the same "
                 "way (re-run `python scripts/process_dataset.py` for them)."),
     ])
+
+
+# -- missing files -------------------------------------------------------------------------------------
+
+_MISSING_KEYS = ("model.model_path, model.text_encoder_path, data.preprocessed_data_root, model.load_checkpoint and "
+                 "validation media")
+# The path in a not-found message: Python's OSError (PIL's Image.open, PyAV's av.open), torchcodec's decoders
+# (torchaudio.load since torchaudio 2.9), torchaudio's FFmpeg reader before it, the trainer's own messages.
+_MISSING_PATH_RES = (
+    re.compile(r"No such file or directory: (['\"])(?P<path>.+)\1"),
+    re.compile(r"Could not open input file: (?P<path>.+?) No such file or directory"),
+    re.compile(r"Failed to open the input \"(?P<path>.+)\" \(No such file or directory\)"),
+    re.compile(r"(?:does not exist|not found): (?P<path>\S.*?)\s*$"),
+)
+# The validation_runner.py function that read a validation condition's file -> the condition key naming it.
+_MEDIA_FRAME_RE = re.compile(r'validation_runner\.py", line \d+, in (\w+)')
+_MEDIA_KEYS = {"_encode_audio": "audio", "_load_audio_mask": "mask", "_load_and_downsample_mask": "mask",
+               "_load_first_frame": "image_or_video", "_encode_temporal_condition_media": "video",
+               "_encode_sample_conditions": "video"}
+
+
+def missing_file_fix(evidence: str, lines: list[str], config: Mapping[str, Any] | None) -> list[FixStep]:
+    """The fix for a path that does not exist: the path, the config key holding it, and the check to run.
+
+    The key is the one whose value is the path when ``config`` is given, else the validation condition key
+    the innermost ``validation_runner.py`` frame reads (``_encode_audio``: ``...conditions[].audio``).
+    """
+    path = next((m.group("path") for p in _MISSING_PATH_RES if (m := p.search(evidence.strip()))), None)
+    if path is None:
+        return [FixStep(None, None, f"A path the trainer needs does not exist; check {_MISSING_KEYS} against the "
+                        "evidence line.")]
+    keys = _keys_holding(config, path, "")
+    frames = [m.group(1) for line in lines if (m := _MEDIA_FRAME_RE.search(line)) and m.group(1) in _MEDIA_KEYS]
+    if not keys and frames:
+        keys = [f"validation.samples[].conditions[].{_MEDIA_KEYS[frames[-1]]}"]
+    if not keys:
+        return [FixStep(None, None, f"{path} does not exist; check {_MISSING_KEYS} for it.")]
+    what = "file" if PurePath(path).suffix else "path"
+    drop = " (or remove that condition)" if all(".conditions" in key for key in keys) else ""
+    return [FixStep(None, None, f"{path} does not exist: point {' or '.join(keys)} at an existing {what}{drop}, then "
+                    "check the config with `ltx-pipeline validate <config.yaml>` and launch again.")]
+
+
+def _keys_holding(node: Any, path: str, key: str) -> list[str]:
+    """Dotted keys (list items by index, as pydantic names them) whose string value is ``path``."""
+    if isinstance(node, str):
+        return [key] if key and PurePath(node) == PurePath(path) else []
+    items = node.items() if isinstance(node, Mapping) else enumerate(node) if isinstance(node, list) else []
+    return [found for name, value in items
+            for found in _keys_holding(value, path, f"{key}.{name}" if key else str(name))]
 
 
 def _keep(config: Mapping[str, Any] | None, steps: list[FixStep]) -> list[FixStep]:

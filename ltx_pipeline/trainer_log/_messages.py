@@ -95,16 +95,20 @@ _ERROR_PATTERNS = (
     ("host_memory", re.compile(r"(?<![A-Za-z])MemoryError\b")),
     # NaN losses in the formats other trainers and loops print (the trainer's own Step lines are StepEvents).
     ("nan_loss", re.compile(r"(?<![A-Za-z])loss(?:\s*[:=]\s*|\s+is\s+)[-+]?(?:nan|inf)\b", re.IGNORECASE)),
+    # Media decoders name a file that is not there in their own words: torchcodec's (torchaudio.load since 2.9,
+    # VideoDecoder) and torchaudio's FFmpeg reader before it; PIL and PyAV raise FileNotFoundError.
     ("missing_files", re.compile(
         r"FileNotFoundError|Configuration file .* does not exist|directory does not exist|"
-        r"Dataset path does not exist|No data files found|No valid samples found|Invalid checkpoint path")),
+        r"Dataset path does not exist|No data files found|No valid samples found|Invalid checkpoint path|"
+        r"Could not open input file: .+ No such file or directory|"
+        r"Failed to open the input \".+\" \(No such file or directory\)")),
     ("traceback", re.compile(r"^Traceback \(most recent call last\):")),
     ("killed", re.compile(r"^(?:.*: )?Killed\s*$")),
 )
 # Cheap pre-filter so ordinary lines skip the error regexes entirely.
 _ERROR_HINT_RE = re.compile(
     r"rror|emory|llocate|ALLOC|shm|killed|Killed|Traceback|exist|No data files|No valid samples|"
-    r"Invalid checkpoint|oom|oss[:=\s]|OSS[:=\s]"
+    r"Invalid checkpoint|No such file|oom|oss[:=\s]|OSS[:=\s]"
 )
 
 
