@@ -116,6 +116,7 @@ class RunRequest(BaseModel):
     autotune: Literal["on", "off"] = "on"
     # Modes that train audio beside video: auto decides from the clips' sound (ltx.audio_choice), on/off force it.
     audio: Literal["auto", "on", "off"] = "auto"
+    validation_media: Literal["auto", "without", "none"] = "auto"  # see ltx.validation_sources.CHOICES
     model_path: str | None = None
     text_encoder_path: str | None = None
     backend: str = "ltx"
@@ -426,6 +427,7 @@ def _fix_hint(field: str) -> str:
         "slurm_args": "give each #SBATCH option as --name=value, e.g. --slurm-arg=--partition=gpu",
         "autotune": "choose on (sweep for the fastest config that fits) or off (the plan's baseline config)",
         "audio": "choose auto (from the clips' sound), on (audio and video; silent clips left out) or off (video only)",
+        "validation_media": "choose auto (conditions from your rows), without (prompts alone) or none",
         "trainer_python": "give the python of an environment with ltx-trainer installed, e.g. /path/venv/bin/python",
     }
     return hints.get(field, "correct the value and try again")

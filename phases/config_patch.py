@@ -9,22 +9,32 @@ only the patched lines. Every patch is recorded (dotted path, old, new, reason);
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import file_digest
-from ltx_pipeline.ltx.audio_choice import video_only_patches
+from ltx_pipeline.errors import BadDataset
+from ltx_pipeline.ltx.audio_choice import trained_mode, video_only_patches
+from ltx_pipeline.ltx.buckets import parse_bucket
 from ltx_pipeline.ltx.checkpoint_files import weights_file_name
-from ltx_pipeline.ltx.config_patch import StagePaths, apply_patches, patches_for_stage, render_diff
+from ltx_pipeline.ltx.condition_geometry import Geometry, fit_training_condition
+from ltx_pipeline.ltx.config_patch import Patch, StagePaths, apply_patches, patches_for_stage, render_diff
+from ltx_pipeline.ltx.metadata import read_metadata_rows
+from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.recipe import Recipe, Stage, planned_stages
+from ltx_pipeline.ltx.validation_sources import Candidate, choose_sources
 from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs, StageConfig
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.plan import PlanOutputs
+from ltx_pipeline.outputs.prepare import PrepareOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.steps.context import LtxContext
 from ltx_pipeline.steps.preprocess import model_paths
+from ltx_pipeline.validation_media import candidates_from_rows, materialize_samples, template_samples
 from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["PHASE", "stage_config_file", "stage_output_dir"]
 
@@ -81,6 +91,10 @@ class ConfigPatchPhase:
             if video_only:
                 patches += video_only_patches(recipe.training_mode)
             text, records = apply_patches(template_text, patches)
+            fitted = _fitted_condition_patches(ctx, plan, template, stage)
+            if fitted:  # after the prompt rewrite: the samples are replaced whole, from the user's rows
+                text, filled = apply_patches(text, fitted)
+                records = [*records, *filled]
             config_file = stage_config_file(ctx.paths.root, index, stages)
             atomic_write(config_file, text, root=ctx.workspace)
             configs.append(StageConfig(stage=index, config=str(config_file), template=str(template),
@@ -96,6 +110,65 @@ class ConfigPatchPhase:
         patched = sum(len(c.patches) for c in configs)
         names = ", ".join(Path(c.config).name for c in configs)
         return f"{names} written from {Path(configs[0].template).name} with {patched} recorded patch(es)"
+
+
+def _fitted_condition_patches(ctx: LtxContext, plan: PlanOutputs, template: Path, stage: Stage) -> list[Patch]:
+    """The template's condition geometry fitted to the stage's buckets (``ltx.condition_geometry``), and the
+    validation samples with their conditions from the rows the plan chose (their media derived into
+    ``<run>/validation/``), or validation off (``--validation-media none``)."""
+    values = load_yaml(template.read_text(encoding="utf-8")) or {}
+    shapes, template_dims = template_samples(template)
+    buckets = [parse_bucket(b, where="recipe.stages") for b in stage.buckets]
+    smallest = min((Geometry(b.width, b.height, b.frames) for b in buckets),
+                   key=lambda g: (g.frames, g.width * g.height))
+    template_geometry = Geometry.of(template_dims)
+    shipped = ((values.get("training_strategy") or {}).get("video") or {}).get("conditions") or []
+    trained = [fit_training_condition(dict(c), smallest, template_geometry) for c in shipped]
+    patches = []
+    if trained != shipped:
+        patches.append(Patch("training_strategy.video.conditions", trained,
+                             f"the template's prefix/suffix/crop sized for {'x'.join(map(str, template_dims))}, "
+                             f"fitted to the smallest bucket {smallest.width}x{smallest.height}x{smallest.frames}"))
+    planned = plan.validation
+    if planned is None or not planned.needs:
+        return patches
+    if planned.validation_off:
+        return [*patches, Patch("validation.interval", None, "--validation-media none: no validation in training")]
+    candidates = _prepared_candidates(ctx, plan)
+    mode = trained_mode(get_mode(ctx.request.mode), plan.audio)
+    chosen = choose_sources([list(s.get("conditions") or []) for s in shapes], candidates,
+                            video_media=mode.video_media, choice=planned.choice,
+                            prefer=[os.path.realpath(s.source) for s in planned.samples])
+    if chosen.blocker:  # the plan found rows; the prepared dataset has none that qualifies
+        raise BadDataset(chosen.blocker.removeprefix("validation: "), where="validation.samples",
+                         fix="add such rows, or `ltx-pipeline resume` after setting validation_media in run.yaml")
+    built = materialize_samples(chosen, shapes, {c.source: c.caption for c in candidates}, smallest=smallest,
+                                template_geometry=template_geometry, trained=trained, trigger=ctx.request.trigger,
+                                out_dir=ctx.paths.root / "validation", workspace=ctx.workspace)
+    rows = ", ".join(f"sample {s.sample + 1} from {Path(s.source).name}" for s in chosen.samples)
+    reason = f"validation conditions from your data ({rows})" if rows else (chosen.note or "validation samples")
+    return [*patches, Patch("validation.samples", built.samples, reason)]
+
+
+def _prepared_candidates(ctx: LtxContext, plan: PlanOutputs) -> list[Candidate]:
+    """The prepared dataset's rows (holdout file first) as validation candidates."""
+    facts = {**ctx.output(ProbeOutputs).clip_frames.facts_plain()}
+    prepare = ctx.output(PrepareOutputs) if ctx.has_output("prepare") else None
+    if prepare is not None and prepare.prepared:
+        facts.update(prepare.clip_frames.facts_plain())
+        holdout = prepare.holdout_file
+    else:
+        holdout = ctx.request.holdout_file
+    left_out = plan.audio.left_out if plan.audio is not None else ()
+    candidates: list[Candidate] = []
+    if holdout and Path(holdout).is_file():
+        candidates += candidates_from_rows(read_metadata_rows(Path(holdout)), Path(holdout).parent, facts,
+                                           held_out=True, left_out=left_out)
+    metadata = ctx.output(DataCheckOutputs).metadata_file
+    if metadata:
+        candidates += candidates_from_rows(read_metadata_rows(Path(metadata)), Path(metadata).parent, facts,
+                                           left_out=left_out)
+    return candidates
 
 
 def _final_weights_name(recipe: Recipe, stage: Stage) -> str:

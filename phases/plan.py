@@ -10,6 +10,7 @@ unknown until the sanity check has measured a step.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.backends.base import DEFAULT_MAIN_PORT
@@ -20,10 +21,12 @@ from ltx_pipeline.ltx.audio_choice import AudioPlan, decide_audio, trained_mode
 from ltx_pipeline.ltx.autotune.availability import AutotunePlan, autotune_plan
 from ltx_pipeline.ltx.launch_checks import device_placement_line
 from ltx_pipeline.ltx.launch_plan import launch_shape
-from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.ltx.metadata import read_metadata_rows
+from ltx_pipeline.ltx.modes import Mode, get_mode
 from ltx_pipeline.ltx.preparation import PreparationPlan, plan_preparation, smallest_bucket_frames, videos_to_scan
 from ltx_pipeline.ltx.recipe import Recipe, build_recipe, schedule_lines
 from ltx_pipeline.ltx.tiers import Tier
+from ltx_pipeline.ltx.validation_sources import ValidationSources, choose_sources, plan_lines
 from ltx_pipeline.outputs.plan import PlannedAutotune, PlanOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.probing import DatasetInfo, Finding, to_plain
@@ -32,6 +35,7 @@ from ltx_pipeline.request import EVAL_ONLY_FIELDS, RENDEZVOUS_FIELDS
 from ltx_pipeline.steps.context import LtxContext
 from ltx_pipeline.steps.scenes import DETECTOR, find_cuts
 from ltx_pipeline.steps.slurm import check_paths
+from ltx_pipeline.validation_media import candidates_from_folder, candidates_from_rows, template_samples
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE"]
@@ -96,7 +100,9 @@ class PlanPhase:
         blockers += [autotune.blocker] if autotune.blocker else []
         audio = decide_audio(mode, request.audio, facts)
         blockers += [audio.blocker] if audio.blocker else []
-        text = render_plan(ctx, recipe, probe, missing, warnings, preparation, autotune, audio)
+        validation = _validation_sources(ctx, recipe, trained_mode(mode, audio), audio, facts)
+        blockers += [validation.blocker] if validation is not None and validation.blocker else []
+        text = render_plan(ctx, recipe, probe, missing, warnings, preparation, autotune, audio, validation)
         atomic_write(ctx.paths.plan_file, text, root=ctx.workspace)
         subject = digest(text)
         outputs = PlanOutputs(plan_file=str(ctx.paths.plan_file), plan_hash=subject, recipe=recipe,
@@ -104,7 +110,7 @@ class PlanPhase:
                               blockers=tuple(blockers), preparation=preparation,
                               autotune=PlannedAutotune(runs=autotune.runs, reason=autotune.reason,
                                                        blocker=autotune.blocker),
-                              audio=audio, launch=launch)
+                              audio=audio, launch=launch, validation=validation)
         return PhaseResult(outputs, approval_subject=subject, approval_blockers=blockers)
 
     def summary(self, outputs: PlanOutputs) -> str:
@@ -124,7 +130,7 @@ class PlanPhase:
 # The request is not a versioned phase output, so this stays; a default resolved in the request (captioner,
 # vllm_url) dumps as None when not asked and needs no entry here.
 _LATER_FIELDS: tuple[tuple[str, Any], ...] = (("slurm", False), ("slurm_args", []), ("autotune", "on"),
-                                              ("continued_from", []), ("audio", "auto"),
+                                              ("continued_from", []), ("audio", "auto"), ("validation_media", "auto"),
                                               ("trainer_python", None))
 
 # Prerequisites only the official trainer needs; the toy and simulated backends run without them.
@@ -142,6 +148,30 @@ def _autotune(ctx: LtxContext) -> AutotunePlan:
 def _applies(item: str, backend: Any) -> bool:
     """Whether a probe finding concerns this backend (``uv`` is nothing to a reference run)."""
     return backend.name == "ltx" or item not in _LTX_ONLY
+
+
+def _validation_sources(ctx: LtxContext, recipe: Recipe, mode: Mode, audio: AudioPlan,
+                        facts: dict[str, dict[str, Any]]) -> ValidationSources | None:
+    """Which rows the validation samples' conditions come from (None: nothing to choose, or no template here)."""
+    try:
+        template = ctx.backend.template(recipe.template)
+    except BadInput:
+        return None  # a missing template is already an approval blocker
+    samples, _ = template_samples(template)
+    dataset = ctx.output(ProbeOutputs).dataset
+    left_out = audio.left_out
+    if dataset.kind == "metadata":
+        path = Path(dataset.path)
+        candidates = candidates_from_rows(read_metadata_rows(path), path.parent, facts, left_out=left_out)
+    else:
+        candidates = candidates_from_folder(facts, left_out=left_out)
+    if ctx.request.holdout_file:
+        held = Path(ctx.request.holdout_file)
+        candidates = candidates_from_rows(read_metadata_rows(held), held.parent, facts, held_out=True) + candidates
+    sources = choose_sources([list(s.get("conditions") or []) for s in samples], candidates,
+                             video_media=mode.video_media, choice=ctx.request.validation_media)
+    # Nothing to choose (the samples name no media) is stored as nothing: such a plan stores what it always did.
+    return sources if sources.needs or sources.validation_off else None
 
 
 def _check_template(backend: Any, template: str, blockers: list[str]) -> None:
@@ -200,7 +230,8 @@ def _preparation_lines(ctx: LtxContext, preparation: PreparationPlan) -> list[st
 
 def render_plan(ctx: LtxContext, recipe: Recipe, probe: ProbeOutputs, missing: list[Finding],
                 warnings: list[str], preparation: PreparationPlan | None = None,
-                autotune: AutotunePlan | None = None, audio: AudioPlan | None = None) -> str:
+                autotune: AutotunePlan | None = None, audio: AudioPlan | None = None,
+                validation: ValidationSources | None = None) -> str:
     """The plan's Markdown, in the official template's section order."""
     request = ctx.request
     autotune = autotune or _autotune(ctx)
@@ -224,6 +255,8 @@ def render_plan(ctx: LtxContext, recipe: Recipe, probe: ProbeOutputs, missing: l
         lines += audio.plan_lines(f"--workspace {ctx.workspace} --run {ctx.run_name}")
     if preparation is not None:
         lines += _preparation_lines(ctx, preparation)
+    if validation is not None:
+        lines += plan_lines(validation, f"--workspace {ctx.workspace} --run {ctx.run_name}", request.trigger)
     lines += ["## Preprocessing", "", f"- Strategy: {recipe.strategy}"]
     for stage in recipe.stages:
         pairs = zip(stage.buckets, stage.tokens, strict=True)

@@ -22,7 +22,8 @@ __all__ = ["RequestOptions"]
 _PLAIN = ("mode", "training_mode", "strategy", "buckets", "rank", "steps", "learning_rate", "effective_batch",
           "trigger", "model_path", "text_encoder_path", "backend", "assume_gpu", "nvidia_smi", "accept_risk",
           "fresh_preprocess", "headroom", "processes", "checkpoint_interval", "validation_interval")
-_LATER = ("captioner", "vllm_url", "holdout", "nodes", "main_ip", "main_port", "autotune", "audio")
+_LATER = ("captioner", "vllm_url", "holdout", "nodes", "main_ip", "main_port", "autotune", "audio",
+          "validation_media")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,6 +53,7 @@ class RequestOptions:
     headroom: float | None = None
     autotune: str | None = None
     audio: str | None = None
+    validation_media: str | None = None
     processes: int | None = None
     nodes: int | None = None
     main_ip: str | None = None

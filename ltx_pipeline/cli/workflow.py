@@ -60,6 +60,10 @@ def run(
                                               "none has (default); on: audio and video, silent clips left out; "
                                               "off: video only on every clip (t2v, i2v, video-extend, "
                                               "video-suffix).")] = None,
+    validation_media: Annotated[str | None, typer.Option(
+        help="Where validation conditions (first frame, audio, reference, mask) come from when no row of your "
+             "data can give them: auto: from your rows, else the plan stops and asks (default); without: the "
+             "prompts alone; none: no validation during training.")] = None,
     processes: Annotated[int | None, typer.Option(help="Training processes per node (default: one per GPU).")] = None,
     nodes: Annotated[int | None, typer.Option(help="Machines training together (default 1); this one is rank 0, "
                                               "the others run `ltx-pipeline node-launch`.")] = None,
@@ -107,7 +111,8 @@ def run(
         trainer_root=trainer_root, trainer_python=trainer_python, model_path=model_path,
         text_encoder_path=text_encoder_path, backend=backend, surface=surface, assume_gpu=assume_gpu,
         nvidia_smi=nvidia_smi, accept_risk=accept_risk, fresh_preprocess=fresh_preprocess, headroom=headroom,
-        autotune=autotune, audio=audio, processes=processes, nodes=nodes, main_ip=main_ip, main_port=main_port,
+        autotune=autotune, audio=audio, validation_media=validation_media, processes=processes, nodes=nodes,
+        main_ip=main_ip, main_port=main_port,
         checkpoint_interval=checkpoint_interval, validation_interval=validation_interval, captioner=captioner,
         vllm_url=vllm_url, holdout=holdout, holdout_file=holdout_file, eval_prompts=eval_prompt,
         skip_eval=skip_eval, slurm=slurm, slurm_args=slurm_arg).given()

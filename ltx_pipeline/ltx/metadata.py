@@ -15,7 +15,7 @@ from typing import Any
 
 from ltx_pipeline.errors import BadDataset
 
-__all__ = ["metadata_columns", "read_metadata_rows", "resolve_media", "sample_name"]
+__all__ = ["metadata_columns", "read_metadata_rows", "reference_audio_names", "resolve_media", "sample_name"]
 
 _EXTRA = "\0extra"
 _KNOWN_COLUMNS = {"caption", "text", "prompt", "captions", "description", "video", "media_path", "audio",
@@ -145,3 +145,19 @@ def sample_name(base: Path, value: str) -> str:
     except ValueError:
         relative = Path(*media.parts[1:]) if media.is_absolute() else media
     return str(PurePosixPath(*relative.with_suffix(".pt").parts))
+
+
+def reference_audio_names(rows: list[dict[str, Any]], base: Path) -> list[tuple[str, str]]:
+    """(the name preprocessing gives a row's reference-audio latent, the name training looks it up under).
+
+    For a dataset without a video column (a2a) the trainer's preprocessing names the latent after the
+    reference file, while its dataset expects the primary audio's name; rows where both agree are left out.
+    """
+    pairs = []
+    for row in rows:
+        audio, reference = row.get("audio"), row.get("reference_audio")
+        if isinstance(audio, str) and audio.strip() and isinstance(reference, str) and reference.strip():
+            written, wanted = sample_name(base, reference), sample_name(base, audio)
+            if written != wanted:
+                pairs.append((written, wanted))
+    return pairs

@@ -17,6 +17,7 @@ from ltx_pipeline.ltx.audio_choice import AudioPlan
 from ltx_pipeline.ltx.launch_plan import LaunchShape
 from ltx_pipeline.ltx.preparation import PreparationPlan
 from ltx_pipeline.ltx.recipe import Recipe
+from ltx_pipeline.ltx.validation_sources import ValidationSources
 from ltx_pipeline.outputs._records import Record, drop_absent
 
 __all__ = ["PlanOutputs", "PlannedAutotune"]
@@ -46,6 +47,8 @@ class PlanOutputs(PhaseOutputs):
     autotune: PlannedAutotune | None = None  # None in a plan made before autotune could be turned off
     audio: AudioPlan | None = None  # None in a plan made before the audio choice
     launch: LaunchShape | None = None  # None in a plan stored at schema version 0
+    # The rows the validation samples' conditions come from; None in a plan made before they were chosen.
+    validation: ValidationSources | None = None
 
     @classmethod
     def upgrade(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
@@ -61,7 +64,7 @@ class PlanOutputs(PhaseOutputs):
     @model_serializer(mode="wrap")
     def _stored(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # A part an older plan never had stays absent, so its row round-trips to the same JSON.
-        return drop_absent(handler(self), ("preparation", "autotune", "audio", "launch"))
+        return drop_absent(handler(self), ("preparation", "autotune", "audio", "launch", "validation"))
 
     @property
     def autotune_runs(self) -> bool:

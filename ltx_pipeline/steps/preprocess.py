@@ -20,6 +20,7 @@ cached in ``cache/model-identity.json`` of the workspace, keyed by path, size an
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -39,7 +40,7 @@ from ltx_pipeline.ltx.data_check import (
     model_identity,
     model_label,
 )
-from ltx_pipeline.ltx.metadata import read_metadata_rows
+from ltx_pipeline.ltx.metadata import read_metadata_rows, reference_audio_names
 from ltx_pipeline.ltx.modes import Mode
 from ltx_pipeline.ltx.precomputed import inspect_precomputed
 from ltx_pipeline.outputs.probe import ProbeOutputs
@@ -165,6 +166,7 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
         tail = " | ".join(line.strip() for line in read_tail(log, 3) if line.strip())
         raise PhaseFailed(ctx.phase, 0, f"preprocessing failed ({'killed' if record is None else record})"
                           f": {tail}", str(log))
+    _align_reference_audio(ctx, output_dir, metadata_file, mode)
     report = inspect_precomputed(output_dir, mode, list(buckets), load=_load, metadata_media=media,
                                  metadata_dir=metadata_file.parent)
     _reconcile_written(ctx, report, media, metadata_file.parent, mode, buckets, _skipped_in(log, offset), log)
@@ -176,6 +178,34 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
         raise BadDataset(f"Preprocessed data failed its check: {first.message}", where=str(output_dir),
                          fix=first.fix or "see logs/preprocess.log")
     return {**_summary(report, reused=False), "data_identity": identity["digest"]}
+
+
+def _align_reference_audio(ctx: Any, output_dir: Path, metadata_file: Path, mode: Mode) -> None:
+    """Link each reference-audio latent under its target's name, for an audio-only dataset (a2a).
+
+    The trainer's ``process_dataset.py`` (ltx-trainer 1.2.0) names reference-audio latents after the
+    *video* column when there is one, else after the reference file itself; its dataset then looks them up
+    under the primary latent's name (``datasets.py`` ``_get_expected_file_path``), so without this every
+    a2a sample is skipped and training finds none. Linked (or copied across file systems), never moved:
+    what preprocessing wrote stays as it wrote it.
+    """
+    folder = output_dir / "reference_audio_latents"
+    if mode.video_media or "reference_audio_latents" not in mode.precomputed_dirs or not folder.is_dir():
+        return
+    linked = 0
+    for source, target in reference_audio_names(read_metadata_rows(metadata_file), metadata_file.parent):
+        written, wanted = folder / source, folder / target
+        if written.is_file() and not wanted.exists():
+            wanted.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(written, wanted)
+            except OSError:
+                shutil.copy2(written, wanted)
+            linked += 1
+    if linked:
+        ctx.narrate(f"Linked {linked} reference-audio latent(s) under their target audio's name: the trainer's "
+                    "preprocessing names them after the reference file in an audio-only dataset, and its training "
+                    "looks them up under the target's name.")
 
 
 def _skipped_in(log: Path, offset: int) -> list[MediaSkipped]:
