@@ -1,8 +1,11 @@
 """Validate phase: prove each stage's config will be accepted, fix what has one right answer, build the launch.
 
-The schema goes through the backend (the trainer's own validator when its environment is synced,
-else the mirror). Paths are checked strictly, except the preprocessed-data folder that autotune
-and train will create: that part is re-validated strictly right before each launch. Then the rules
+First every path each config names: a template placeholder (``/path/to/...``) anywhere, or a model
+file, data folder or validation medium that is missing or unreadable, is a problem naming its key and
+value, so nothing heavy (no preprocessing) starts on it. The schema goes through the backend (the
+trainer's own validator when its environment is synced, else the mirror). Paths are checked strictly,
+except the preprocessed-data folder that autotune and train will create (and a chained stage's
+warm-start weights): those are re-validated strictly right before each launch. Then the rules
 the trainer only meets at runtime (or never): geometry, modalities, buckets vs batch size, zero
 batches, the keep_last_n bug, checkpoints without state, quantization in full mode, small
 /dev/shm; on the ltx backend also what the real trainer needs of the model files (the Gemma text

@@ -1,8 +1,10 @@
 """Standalone config tools for any trainer config, in or out of a run: ``validate`` and ``command``.
 
-``validate`` runs the schema check plus the rules the trainer only meets at runtime, and names the
-validator in every result: the trainer's own, in the checkout's environment (the one a launch uses),
-when a checkout is given and paths are strict; the built-in mirror of the schema otherwise.
+``validate`` refuses a config naming a placeholder, missing or unreadable path (``ltx.config_paths``,
+one line naming every key), then runs the schema check plus the rules the trainer only meets at
+runtime, and names the validator in every result: the trainer's own, in the checkout's environment
+(the one a launch uses), when a checkout is given and paths are strict; the built-in mirror of the
+schema otherwise.
 ``command`` prints the launch command for a distributed mode and never runs it; it refuses a
 checkout that is not there. They replace the skill's two helper scripts.
 """
@@ -48,15 +50,24 @@ def validate(config: Annotated[Path, typer.Argument(help="A trainer config YAML.
              trainer_root: TrainerRootOpt = None,
              trainer_python: TrainerPythonOpt = None,
              as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
-    """Check a trainer config: exit 0 when it may launch, 2 with every finding and its fix when not."""
+    """Check a trainer config: exit 0 when it may launch, 2 with every finding and its fix when not.
+
+    Paths come first: a template placeholder (/path/to/...) anywhere, or a model file, data folder or
+    validation medium that is missing or unreadable, refuses the config at once, every such key named.
+    """
+    from ltx_pipeline.ltx.config_paths import path_checks, unusable_paths_error
     from ltx_pipeline.ltx.launch_checks import launch_checks
     from ltx_pipeline.ltx.trainer_config import format_findings, load_trainer_config_file
+    from ltx_pipeline.steps.validation import trainer_cwd
 
     data = load_trainer_config_file(config)
     backend = ltx_backend(trainer_root, trainer_python)
+    cwd = trainer_cwd(backend, config)  # where the trainer runs, and so where relative paths resolve
+    if not relaxed_paths and (unusable := path_checks(data, cwd=cwd)):
+        raise unusable_paths_error(unusable, where=str(config))
     findings = backend.validate(config, relaxed_paths=relaxed_paths)
     validator = backend.validator(relaxed_paths=relaxed_paths)
-    checks = [] if findings else launch_checks(data, num_processes=num_processes, cwd=config.resolve().parent)
+    checks = [] if findings else launch_checks(data, num_processes=num_processes, cwd=cwd)
     errors = format_findings(findings) + [c.line() for c in checks if c.severity == "error"]
     warnings = [c.line() for c in checks if c.severity == "warning"]
     if relaxed_paths:
