@@ -8,7 +8,9 @@ to generate. So each boundary keeps the template's share of the latent frames of
 (at least 1, at most one less than the bucket has, so every bucket keeps something to generate), the validation
 prefix/suffix is derived from it exactly as the templates' comments do ((N - 1) * 8 + 1 frames for a prefix,
 N * 8 for a suffix), and a crop region keeps its share of the smallest bucket's frame on the 32-pixel grid.
-Audio boundaries (audio latent timesteps) are left as shipped. Pure.
+An audio prefix/suffix ``duration`` (seconds, in validation) keeps its share of the template's length too,
+measured on the smallest bucket at the validation frame rate: shipped as is, 1.0 s is longer than a 17-frame
+render. Training's audio boundaries (audio latent timesteps, about 25 a second) are left as shipped. Pure.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def fit_training_condition(condition: dict[str, Any], smallest: Geometry, templa
 
 
 def fit_validation_condition(condition: dict[str, Any], smallest: Geometry, template: Geometry,
-                             trained: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+                             trained: Sequence[dict[str, Any]] = (), frame_rate: float = 24.0) -> dict[str, Any]:
     """A validation condition fitted likewise; a video prefix/suffix matches the trained boundary when there is one.
 
     Args:
@@ -75,6 +77,7 @@ def fit_validation_condition(condition: dict[str, Any], smallest: Geometry, temp
         smallest: the run's smallest bucket.
         template: the template's validation dims (the geometry its numbers were written for).
         trained: the run's fitted ``training_strategy.video.conditions``.
+        frame_rate: ``validation.frame_rate`` (an audio duration is measured in seconds of the render).
     """
     fitted = dict(condition)
     kind = fitted.get("type")
@@ -86,6 +89,9 @@ def fit_validation_condition(condition: dict[str, Any], smallest: Geometry, temp
             boundary = _boundary(max(1, (frames - 1) // _TIME + 1 if kind == "prefix" else frames // _TIME),
                                  smallest, template)
         fitted["num_frames"] = (boundary - 1) * _TIME + 1 if kind == "prefix" else boundary * _TIME
+    if kind in ("prefix", "suffix") and "audio" in fitted and fitted.get("duration") is not None:
+        share = float(fitted["duration"]) / (template.frames / frame_rate)
+        fitted["duration"] = round(min(float(fitted["duration"]), share * smallest.frames / frame_rate), 3)
     if kind == "spatial_crop" and fitted.get("spatial_region") is not None:
         region = next((list(c["spatial_region"]) for c in trained if c.get("type") == "spatial_crop"
                        and c.get("spatial_region") is not None), None)

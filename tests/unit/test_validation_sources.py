@@ -113,6 +113,14 @@ def test_the_shipped_boundaries_at_the_templates_size_are_kept() -> None:
         assert fit_validation_condition(shipped, TEMPLATE, TEMPLATE, [trained])["num_frames"] == frames
 
 
+@given(frames=st.integers(1, 40).map(lambda k: 8 * k + 1), kind=st.sampled_from(["prefix", "suffix"]))
+def test_a_fitted_audio_duration_is_shorter_than_the_render(frames: int, kind: str) -> None:
+    shipped = {"type": kind, "audio": "a.wav", "duration": 1.0}
+    fitted = fit_validation_condition(shipped, Geometry(64, 64, frames), TEMPLATE)
+    assert 0 < fitted["duration"] < frames / 24.0 and fitted["duration"] <= 1.0
+    assert fit_validation_condition(shipped, TEMPLATE, TEMPLATE)["duration"] == 1.0  # the template's own size
+
+
 @given(width=st.integers(1, 40).map(lambda k: 32 * k), height=st.integers(1, 40).map(lambda k: 32 * k))
 def test_a_fitted_spatial_region_stays_inside_the_frame_on_the_grid(width: int, height: int) -> None:
     smallest = Geometry(width, height, 25)

@@ -20,25 +20,28 @@ from ltx_pipeline.backends.launch import LOG_ENV
 from ltx_pipeline.backends.ltx import LtxBackend
 from ltx_pipeline.ltx.checkpoint_files import WEIGHTS_GLOB
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
-from ltx_pipeline.ltx.evaluation import eval_sets
+from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import MODES, Mode
 from ltx_pipeline.probing.gpus import cuda_present
 from ltx_pipeline.probing.trainer_python import TRAINER_SIDE, environment_report
+from ltx_pipeline.steps.smoke.data import align_reference_audio, write_data
 from ltx_pipeline.steps.smoke.diagnose import diagnose_log
+from ltx_pipeline.steps.smoke.failure import SmokeFailed
+from ltx_pipeline.steps.smoke.samples import check_sample, condition_patches, sample_suffix
 from ltx_pipeline.workspace import atomic_write
 
-__all__ = ["SMOKE_MODES", "SmokeFailed", "SmokeResult", "SmokeStep", "run_smoke"]
+__all__ = ["SMOKE_MODES", "SmokeFailed", "SmokeResult", "SmokeStep", "prepare_smoke", "run_mode", "run_smoke"]
 
-# The smoke data: two clips of 2 s at 24 fps, one bucket of 25 frames, validation at the smallest legal size.
+# The smoke data: two rows of 2 s media (clips at 24 fps), one bucket of 25 frames. Validation renders the
+# bucket's size: the conditions are fitted to the bucket as a run's are (a video-extend prefix of 17 frames),
+# and a smaller render would leave a prefix nothing to generate.
 BUCKET = "64x64x25"
-_CLIP_FRAMES, _FPS, _SIDE = 48, 24.0, 64
-_VALIDATION_DIMS = [64, 64, 9]
+_BUCKET_DIMS = (64, 64, 25)
+_ROWS, _CLIP_FRAMES, _SIDE = 2, 48, 64
+_VALIDATION_DIMS = list(_BUCKET_DIMS)
 STEPS = 2
-# Metadata columns the smoke test can make media for (a moving square; masks are a white square on black).
-_COLUMN_MEDIA = {"video": ("red", "blue"), "reference_video": ("green", "black"), "video_mask": ("white", "black")}
-#: Modes whose every media column the smoke test can make (audio-only modes need audio files it does not write).
-SMOKE_MODES: tuple[str, ...] = tuple(name for name, mode in MODES.items()
-                                     if all(c == "caption" or c in _COLUMN_MEDIA for c in mode.columns))
+#: Every mode: ``ltx.sample_datasets.write_mode_dataset`` writes the media of every column a mode reads.
+SMOKE_MODES: tuple[str, ...] = tuple(MODES)
 _TIMEOUT_S = 900
 
 
@@ -51,19 +54,14 @@ class SmokeStep:
     seconds: float
 
 
-class SmokeFailed(Exception):
-    """A step failed: which, the evidence (the trainer's own line where there is one), the fix and the log."""
-
-    def __init__(self, step: str, diagnosis: str, fix: str, log: Path | None = None) -> None:
-        super().__init__(f"{step}: {diagnosis}")
-        self.step, self.diagnosis, self.fix, self.log = step, diagnosis, fix, log
-
-
 @dataclass
 class SmokeResult:
+    """The finished steps, the environment's versions, and the tiny model every mode shares."""
+
     steps: list[SmokeStep] = field(default_factory=list)
     versions: dict[str, Any] = field(default_factory=dict)
     cuda: bool = False
+    model: dict[str, Any] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
@@ -73,34 +71,58 @@ class SmokeResult:
 Report = Callable[[SmokeStep], None]
 
 
+def _step(result: SmokeResult, on_step: Report | None, name: str, work: Callable[[], str]) -> None:
+    started = time.monotonic()
+    detail = work()
+    done = SmokeStep(name, detail, time.monotonic() - started)
+    result.steps.append(done)
+    if on_step is not None:
+        on_step(done)
+
+
 def run_smoke(backend: LtxBackend, mode: Mode, scratch: Path, *, on_step: Report | None = None) -> SmokeResult:
-    """Run every step in ``scratch`` (which the caller creates and removes).
+    """Run every step in ``scratch`` (which the caller creates and removes): ``prepare_smoke``, then ``run_mode``.
 
     Raises:
         SmokeFailed: the first step that failed.
     """
+    shared = prepare_smoke(backend, scratch, on_step=on_step)
+    own = run_mode(backend, mode, scratch, shared, on_step=on_step)
+    return SmokeResult([*shared.steps, *own.steps], shared.versions, shared.cuda, shared.model)
+
+
+def prepare_smoke(backend: LtxBackend, scratch: Path, *, on_step: Report | None = None) -> SmokeResult:
+    """The steps every mode shares: the environment check and the tiny model (in ``scratch/model``).
+
+    Raises:
+        SmokeFailed: either step failed.
+    """
     result = SmokeResult()
     logs = scratch / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    _step(result, on_step, "environment", lambda: _environment(backend, logs, result))
+    _step(result, on_step, "tiny model", lambda: _tiny_model(backend, scratch / "model", logs, result.model))
+    return result
 
-    def step(name: str, work: Callable[[], str]) -> None:
-        started = time.monotonic()
-        detail = work()
-        done = SmokeStep(name, detail, time.monotonic() - started)
-        result.steps.append(done)
-        if on_step is not None:
-            on_step(done)
 
-    step("environment", lambda: _environment(backend, logs, result))
-    model: dict[str, Any] = {}
-    step("tiny model", lambda: _tiny_model(backend, scratch / "model", logs, model))
+def run_mode(backend: LtxBackend, mode: Mode, scratch: Path, shared: SmokeResult, *,
+             on_step: Report | None = None) -> SmokeResult:
+    """One mode's steps on ``shared``'s model, in ``scratch`` (another folder per mode): data to a sample.
+
+    Raises:
+        SmokeFailed: the first step that failed.
+    """
+    result = SmokeResult(versions=shared.versions, cuda=shared.cuda, model=shared.model)
+    logs = scratch / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    model = shared.model
     metadata = scratch / "data" / "dataset.json"
-    step("clips", lambda: _clips(mode, metadata))
     precomputed = scratch / "data" / ".precomputed"
-    step("preprocess", lambda: _preprocess(backend, mode, metadata, precomputed, model, logs))
     config = scratch / "config.yaml"
-    step("config", lambda: _config(backend, mode, config, metadata, precomputed, model, scratch / "outputs"))
-    step("train", lambda: _train(backend, mode, config, scratch / "outputs", logs))
+    _step(result, on_step, "data", lambda: write_data(mode, metadata, rows=_ROWS, frames=_CLIP_FRAMES, size=_SIDE))
+    _step(result, on_step, "preprocess", lambda: _preprocess(backend, mode, metadata, precomputed, model, logs))
+    _step(result, on_step, "config", lambda: _config(backend, mode, config, metadata, precomputed, model, scratch))
+    _step(result, on_step, "train", lambda: _train(backend, mode, config, scratch / "outputs", logs))
     return result
 
 
@@ -154,25 +176,6 @@ def _tiny_model(backend: LtxBackend, folder: Path, logs: Path, model: dict[str, 
             f"{model.get('ltx_core_version')}")
 
 
-def _clips(mode: Mode, metadata: Path) -> str:
-    from ltx_pipeline.ltx.sample_clips import write_clip
-
-    rows = []
-    for index in range(2):
-        row: dict[str, Any] = {"caption": f"a square slides across a plain background, take {index + 1}"}
-        for column in mode.columns:
-            if column == "caption":
-                continue
-            colour, background = _COLUMN_MEDIA[column]
-            name = f"clips/{column}_{index}.mp4"
-            write_clip(metadata.parent / name, _CLIP_FRAMES, _SIDE, _SIDE, colour=colour, background=background,
-                       fps=_FPS, audio=column == "video", phase=index / 2)
-            row[column] = name
-        rows.append(row)
-    atomic_write(metadata, json.dumps(rows, indent=2), root=metadata.parent)
-    return f"2 mp4 clips ({_SIDE}x{_SIDE}, {_CLIP_FRAMES} frames at {_FPS:g} fps, with a tone) for {mode.name}"
-
-
 def _preprocess(backend: LtxBackend, mode: Mode, metadata: Path, output: Path, model: dict[str, Any],
                 logs: Path) -> str:
     from ltx_pipeline.ltx.buckets import parse_buckets
@@ -184,9 +187,11 @@ def _preprocess(backend: LtxBackend, mode: Mode, metadata: Path, output: Path, m
     code = _run(list(spec.argv), spec.cwd, log, spec.env)
     if code != 0:
         raise _fail_from_log("preprocess", code, log)
-    rows = json.loads(metadata.read_text(encoding="utf-8"))
-    media = [row["video"] for row in rows if "video" in row]
-    report = inspect_precomputed(output, mode, list(parse_buckets(BUCKET)), load=_load, metadata_media=media,
+    linked = align_reference_audio(mode, metadata, output)
+    column = "video" if mode.video_media else "audio"
+    media = [str(row[column]) for row in read_metadata_rows(metadata) if row.get(column)]
+    buckets = list(parse_buckets(BUCKET)) if mode.video_media else []  # audio-only: no latent shape to compare
+    report = inspect_precomputed(output, mode, buckets, load=_load, metadata_media=media,
                                  metadata_dir=metadata.parent)
     problems = [c for c in report.checks if c.severity == "error"] + [
         c for c in report.checks if c.code in ("dropped-clip", "extra-samples")]
@@ -194,7 +199,10 @@ def _preprocess(backend: LtxBackend, mode: Mode, metadata: Path, output: Path, m
         raise SmokeFailed("preprocess", f"process_dataset.py exited 0 but its output fails the data check: "
                           f"{problems[0].message}", problems[0].fix or "read the preprocessing log", log)
     counts = ", ".join(f"{name}/ {count}" for name, count in sorted(report.counts.items()))
-    return f"process_dataset.py wrote {counts}; {report.usable_samples} sample(s) usable at {BUCKET}"
+    where = f"at {BUCKET}" if mode.video_media else "(audio-only: whole files)"
+    aligned = (f"; linked {linked} reference-audio latent(s) under their target audio's name, where the trainer's "
+               "training looks them up" if linked else "")
+    return f"process_dataset.py wrote {counts}; {report.usable_samples} sample(s) usable {where}{aligned}"
 
 
 def _load(path: Path) -> Any:
@@ -204,17 +212,15 @@ def _load(path: Path) -> Any:
 
 
 def _config(backend: LtxBackend, mode: Mode, config: Path, metadata: Path, precomputed: Path,
-            model: dict[str, Any], outputs: Path) -> str:
+            model: dict[str, Any], scratch: Path) -> str:
     from ltx_pipeline.yaml_io import load_yaml
 
     template = backend.template(mode.config)
     text = template.read_text(encoding="utf-8")
     values = load_yaml(text) or {}
-    validation = values.get("validation") or {}
-    shapes = ((validation.get("samples") or [{}])[0] or {}).get("conditions") or []
-    rows = json.loads(metadata.read_text(encoding="utf-8"))
-    sample = eval_sets(training=[(rows[0], metadata.parent)], held_out=[], user_prompts=[], trigger=None,
-                       describe_audio=mode.generates_audio, condition_shapes=shapes).prompts[0].sample()
+    outputs = scratch / "outputs"
+    conditions, sample_words = condition_patches(template, metadata, mode, _BUCKET_DIMS, scratch / "validation",
+                                                 scratch)
     patches = [
         Patch("model.model_path", model["checkpoint"], "smoke: the tiny model"),
         Patch("model.text_encoder_path", model["text_encoder"], "smoke: the tiny Gemma 3"),
@@ -227,9 +233,9 @@ def _config(backend: LtxBackend, mode: Mode, config: Path, metadata: Path, preco
         Patch("checkpoints.keep_last_n", -1, "smoke: keep it"),
         Patch("validation.interval", STEPS, "smoke: one validation, at the last step"),
         Patch("validation.skip_initial_validation", True, "smoke: no step-0 render"),
-        Patch("validation.video_dims", _VALIDATION_DIMS, "smoke: the smallest legal size"),
+        Patch("validation.video_dims", _VALIDATION_DIMS, "smoke: the bucket's size, the conditions' geometry"),
         Patch("validation.inference_steps", 2, "smoke: two denoising steps"),
-        Patch("validation.samples", [sample], "smoke: one prompt with the mode's conditions"),
+        *conditions,
         Patch("wandb.enabled", False, "smoke: nothing to log"),
     ]
     if (values.get("hub") or {}).get("push_to_hub"):
@@ -245,7 +251,7 @@ def _config(backend: LtxBackend, mode: Mode, config: Path, metadata: Path, preco
                           f"{first.path}: {first.message}",
                           "update the checkout, or report it: the shipped template no longer validates", None)
     return (f"{template.name} patched for 2 steps ({len(patches)} patches) and accepted by the trainer's "
-            "LtxTrainerConfig")
+            f"LtxTrainerConfig; validation sample: {sample_words}")
 
 
 def _train(backend: LtxBackend, mode: Mode, config: Path, outputs: Path, logs: Path) -> str:
@@ -259,12 +265,13 @@ def _train(backend: LtxBackend, mode: Mode, config: Path, outputs: Path, logs: P
     events = parse_lines(log.read_text(encoding="utf-8", errors="replace").splitlines())
     steps = max((e.step for e in events if isinstance(e, StepEvent)), default=0)
     checkpoints = sorted(outputs.glob(f"checkpoints/{WEIGHTS_GLOB}"))
-    samples = sorted(outputs.glob("samples/**/*.mp4"))
+    suffix = sample_suffix(mode)
+    samples = sorted(outputs.glob(f"samples/**/*{suffix}"))
     missing = []
     if not checkpoints:
         missing.append(f"no weights in {outputs / 'checkpoints'}")
     if not samples:
-        missing.append(f"no validation sample in {outputs / 'samples'}")
+        missing.append(f"no validation sample ({suffix}) in {outputs / 'samples'}")
     if not any(isinstance(e, CheckpointSaved) for e in events) and checkpoints:
         missing.append("the log has no line saying a checkpoint was saved (the log parser no longer reads it)")
     if not any(isinstance(e, ValidationSaved) for e in events) and samples:
@@ -272,22 +279,6 @@ def _train(backend: LtxBackend, mode: Mode, config: Path, outputs: Path, logs: P
     if missing:
         raise SmokeFailed("train", "train.py exited 0 but " + "; ".join(missing),
                           "read the training log; report it if the trainer's outputs moved", log)
-    sound = _sound_check(samples[0], mode)
+    decoded = check_sample(samples[0], mode)
     return (f"train.py ran {STEPS} steps{f' (log to step {steps})' if steps else ''}, saved "
-            f"{checkpoints[-1].name} and {len(samples)} validation sample(s){sound}")
-
-
-def _sound_check(sample: Path, mode: Mode) -> str:
-    """The sample decodes, every frame; in a mode that generates audio it has a sound track."""
-    from ltx_pipeline.ltx.media import BadMedia, read_frames, read_media_info
-
-    try:
-        info = read_media_info(sample)
-        frames = len(read_frames(sample))
-    except BadMedia as exc:
-        raise SmokeFailed("train", f"the validation sample does not decode: {exc}",
-                          "read the training log around the validation", None) from None
-    if mode.generates_audio and not info.has_audio:
-        raise SmokeFailed("train", f"the validation sample {sample} has no sound track although {mode.name} "
-                          "generates audio", "read the training log around the validation", None)
-    return f" ({frames} frames decode{', with sound' if info.has_audio else ''})"
+            f"{checkpoints[-1].name} and {len(samples)} validation sample(s) ({decoded})")
