@@ -19,14 +19,27 @@ __all__ = ["app"]
 
 # rich_markup_mode=None: plain help text. Typer's Rich help formatter imports rich.markdown and
 # markdown-it, a quarter of `--help`'s time (#16).
+# -h beside --help on every command: click contexts inherit help_option_names from the group's.
 app = typer.Typer(name="ltx-pipeline", add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
-                  no_args_is_help=True, help="Plan, tune, train and monitor LTX-2 LoRAs with ltx-trainer.")
+                  no_args_is_help=True, help="Plan, tune, train and monitor LTX-2 LoRAs with ltx-trainer.",
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        print(f"ltx-pipeline {version('ltx-pipeline')}")
+        raise typer.Exit(0)
+
 
 @app.callback()
 def _options(store: Annotated[str | None, typer.Option(
         "--store", envvar=STORE_ENV, show_envvar=True,
         help="The store: a SQLAlchemy URL such as postgresql+psycopg://user@host/db, shared by several hosts "
-             "(default: the workspace's own SQLite file).")] = None) -> None:
+             "(default: the workspace's own SQLite file).")] = None,
+             _version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                    help="Print ltx-pipeline's version and exit.")] = False) -> None:
     """Plan, tune, train and monitor LTX-2 LoRAs with ltx-trainer."""
     if store:
         os.environ[STORE_ENV] = store  # every command (and the processes it starts) opens this store
