@@ -10,6 +10,7 @@ refused with the fix (``ltx-pipeline status`` upgrades an older one), never upgr
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,14 +45,32 @@ class StoreSource:
         """The store as the page may show it (a server URL's password replaced)."""
         return redact(self.target)
 
-    def check(self) -> None:
+    def check(self, settle_s: float = 15.0) -> None:
         """Refuse, before serving, a store this code cannot read without changing it.
+
+        A SQLite store that another process is creating right now (``run`` started beside the dashboard) is
+        below the head schema for the moment its migrations take. While the file (or its WAL) was written in
+        the last few seconds it is waited for, up to ``settle_s`` seconds; a store that stays below the head,
+        or an old one nobody writes, is refused (``status`` upgrades it).
 
         Raises:
             BadInput: the store's schema is older or newer than this ltx-pipeline's.
         """
-        with self.open():
-            pass
+        deadline = time.monotonic() + settle_s
+        while True:
+            try:
+                with self.open():
+                    return
+            except BadInput:
+                if self._engine is not None or time.monotonic() >= deadline or not self._being_written():
+                    raise
+                time.sleep(0.25)
+
+    def _being_written(self, recent_s: float = 5.0) -> bool:
+        assert isinstance(self.target, Path)
+        files = (self.target, self.target.with_name(self.target.name + "-wal"))
+        times = [f.stat().st_mtime for f in files if f.exists()]
+        return bool(times) and time.time() - max(times) < recent_s
 
     @contextmanager
     def open(self) -> Iterator[StoreReader | Store | None]:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -106,6 +108,9 @@ def test_a_store_at_another_schema_is_refused_and_left_as_it_is(sim_workspace: P
     shutil.copy(sim_workspace / "ltx-pipeline.db", old / "ltx-pipeline.db")
     with sqlite3.connect(old / "ltx-pipeline.db") as db:
         db.execute("UPDATE ltx_pipeline_alembic_version SET version_num = '0001'")
+    for name in ("ltx-pipeline.db", "ltx-pipeline.db-wal"):  # an old store: nobody has written it for a day
+        if (old / name).exists():
+            os.utime(old / name, (time.time() - 86400, time.time() - 86400))
     before = snapshot(old)
     answer = client(old).get("/api/runs")
     assert answer.status_code == 503
