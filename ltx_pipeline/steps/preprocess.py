@@ -50,8 +50,8 @@ from ltx_pipeline.workspace import atomic_write, ensure_inside
 if TYPE_CHECKING:
     from ltx_pipeline.steps.context import LtxContext
 
-__all__ = ["IDENTITY_CACHE", "IDENTITY_FILE", "LEGACY_PAIRING_FILE", "model_files", "model_paths", "preprocess",
-           "read_identity", "stage_identity", "write_subset_metadata"]
+__all__ = ["IDENTITY_CACHE", "IDENTITY_FILE", "LEGACY_PAIRING_FILE", "link_reference_audio", "model_files",
+           "model_paths", "preprocess", "read_identity", "stage_identity", "write_subset_metadata"]
 
 IDENTITY_FILE = "ltx-pipeline-data-identity.json"
 LEGACY_PAIRING_FILE = "ltx-pipeline-conditions.json"  # an older engine's record: model paths, sizes, mtimes
@@ -181,7 +181,15 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
 
 
 def _align_reference_audio(ctx: Any, output_dir: Path, metadata_file: Path, mode: Mode) -> None:
-    """Link each reference-audio latent under its target's name, for an audio-only dataset (a2a).
+    linked = link_reference_audio(mode, metadata_file, output_dir)
+    if linked:
+        ctx.narrate(f"Linked {linked} reference-audio latent(s) under their target audio's name: the trainer's "
+                    "preprocessing names them after the reference file in an audio-only dataset, and its training "
+                    "looks them up under the target's name.")
+
+
+def link_reference_audio(mode: Mode, metadata_file: Path, output_dir: Path) -> int:
+    """Link each reference-audio latent under its target's name, for an audio-only dataset (a2a); how many.
 
     The trainer's ``process_dataset.py`` (ltx-trainer 1.2.0) names reference-audio latents after the
     *video* column when there is one, else after the reference file itself; its dataset then looks them up
@@ -191,7 +199,7 @@ def _align_reference_audio(ctx: Any, output_dir: Path, metadata_file: Path, mode
     """
     folder = output_dir / "reference_audio_latents"
     if mode.video_media or "reference_audio_latents" not in mode.precomputed_dirs or not folder.is_dir():
-        return
+        return 0
     linked = 0
     for source, target in reference_audio_names(read_metadata_rows(metadata_file), metadata_file.parent):
         written, wanted = folder / source, folder / target
@@ -202,10 +210,7 @@ def _align_reference_audio(ctx: Any, output_dir: Path, metadata_file: Path, mode
             except OSError:
                 shutil.copy2(written, wanted)
             linked += 1
-    if linked:
-        ctx.narrate(f"Linked {linked} reference-audio latent(s) under their target audio's name: the trainer's "
-                    "preprocessing names them after the reference file in an audio-only dataset, and its training "
-                    "looks them up under the target's name.")
+    return linked
 
 
 def _skipped_in(log: Path, offset: int) -> list[MediaSkipped]:

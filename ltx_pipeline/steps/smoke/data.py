@@ -8,12 +8,11 @@ audio-only dataset with reference audio (see its docstring).
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
-from ltx_pipeline.ltx.metadata import read_metadata_rows, reference_audio_names
+from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import Mode
+from ltx_pipeline.steps.preprocess import link_reference_audio
 from ltx_pipeline.steps.smoke.failure import SmokeFailed
 
 __all__ = ["align_reference_audio", "write_data"]
@@ -51,17 +50,4 @@ def align_reference_audio(mode: Mode, metadata: Path, output: Path) -> int:
     looks them up under the primary audio's name: without this every sample is skipped (the pipeline's
     preprocessing does the same). Linked, or copied across file systems; what was written stays.
     """
-    folder = output / "reference_audio_latents"
-    if mode.video_media or "reference_audio_latents" not in mode.precomputed_dirs or not folder.is_dir():
-        return 0
-    linked = 0
-    for written, wanted in reference_audio_names(read_metadata_rows(metadata), metadata.parent):
-        source, target = folder / written, folder / wanted
-        if source.is_file() and not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(source, target)
-            except OSError:
-                shutil.copy2(source, target)
-            linked += 1
-    return linked
+    return link_reference_audio(mode, metadata, output)
