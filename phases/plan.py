@@ -10,6 +10,7 @@ unknown until the sanity check has measured a step.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,9 @@ class PlanPhase:
         audio = decide_audio(mode, request.audio, facts)
         blockers += [audio.blocker] if audio.blocker else []
         validation = _validation_sources(ctx, recipe, trained_mode(mode, audio), audio, facts)
+        if validation is not None and validation.blocker and audio.blocker:
+            # One cause, said once: the clips' sound blocks the run itself; validation's need follows from it.
+            validation = replace(validation, blocker=None)
         blockers += [validation.blocker] if validation is not None and validation.blocker else []
         text = render_plan(ctx, recipe, probe, missing, warnings, preparation, autotune, audio, validation)
         atomic_write(ctx.paths.plan_file, text, root=ctx.workspace)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ltx_pipeline.ltx.evaluation import caption_of
 from ltx_pipeline.ltx.metadata import resolve_media
 from ltx_pipeline.ltx.validation_sources import Candidate
 from ltx_pipeline.yaml_io import load_yaml
@@ -20,7 +21,6 @@ __all__ = ["candidates_from_folder", "candidates_from_rows", "template_samples"]
 
 _MEDIA_COLUMNS = ("video", "media_path", "audio", "reference_video", "ref_media_path", "reference_audio",
                   "video_mask", "audio_mask")
-_CAPTION_COLUMNS = ("caption", "text", "prompt", "captions", "description")
 
 
 def template_samples(template: Path) -> tuple[list[dict[str, Any]], list[int]]:
@@ -37,14 +37,6 @@ def _has_sound(path: str, facts: Mapping[str, Mapping[str, Any]]) -> bool | None
         fact = facts.get(key)
         if fact is not None:
             return bool(fact.get("has_audio"))
-    return None
-
-
-def _caption(row: Mapping[str, Any]) -> str | None:
-    for key in _CAPTION_COLUMNS:
-        value = row.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
     return None
 
 
@@ -67,7 +59,7 @@ def candidates_from_rows(rows: Sequence[Mapping[str, Any]], base: Path, facts: M
         source = columns.get("video") or columns.get("media_path") or columns.get("audio")
         if source is None or os.path.realpath(source) in skipped:
             continue
-        found.append(Candidate(source, index, held_out, columns, _has_sound(source, facts), _caption(row)))
+        found.append(Candidate(source, index, held_out, columns, _has_sound(source, facts), caption_of(dict(row))))
     return found
 
 

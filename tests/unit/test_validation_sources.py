@@ -185,3 +185,24 @@ def test_the_readme_mode_table_says_what_the_code_chooses() -> None:
         where = "; ".join(f"{k}: {v}" for k, v in needs.items()) or "none: the template's prompts"
         columns = ", ".join(f"`{c}`" for c in mode.columns)
         assert f"| {name} | `{mode.config}` | {columns} | {where} |" in readme, name
+
+
+def test_silent_clips_in_an_audio_mode_block_once_not_twice(workspace: Path, tmp_path: Path) -> None:
+    """a2v on silent clips: the audio choice blocks the run; validation's need for sound is not a second blocker."""
+    from ltx_pipeline.cli import main
+
+    trainer = Path(__file__).resolve().parents[3] / "shared" / "ltx2-src"
+    if not (trainer / "packages" / "ltx-trainer" / "configs" / "a2v_lora.yaml").is_file():
+        pytest.skip("../shared/ltx2-src is absent: the a2v template cannot be read")
+    clips = tmp_path / "clips"
+    for index in range(2):
+        write_clip(clips / f"c{index}.mp4", 30, 64, 64, audio=False)
+    code = main(["run", "--workspace", str(workspace), "--run", "r", "--dataset", str(clips), "--mode", "a2v",
+                 "--backend", "ltx", "--trainer-root", str(trainer), "--assume-gpu", "NVIDIA H100 80GB HBM3,81559",
+                 "--buckets", "64x64x25",
+                 "--autotune", "off", "--captioner", "offline"])
+    assert code == 3  # stopped at the approval gate
+    plan = (workspace / "r" / "plan.md").read_text(encoding="utf-8")
+    assert "have none" in plan.split("## Audio", 1)[1].split("\n## ", 1)[0]
+    section = plan.split("## Validation samples", 1)[1].split("\n## ", 1)[0]
+    assert "audio_to_video.audio" in section and "blocks approval" not in section
