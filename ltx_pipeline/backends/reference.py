@@ -28,7 +28,7 @@ class ReferenceBackend:
     """The toy trainer in ``ltx_pipeline.reference_trainer``.
 
     With an assumed GPU (``--assume-gpu``) its memory is the toy's device capacity, checked against
-    the toy's measured bytes times ``memory_scale`` (``--reference-memory-scale``); without one the toy
+    the toy's measured bytes times ``memory_scale`` (``reference_memory_scale`` in run.yaml); without one the toy
     runs on what it has (the CPU: no limit).
     """
 

@@ -242,7 +242,8 @@ def _missing_column(wanted: str, names: tuple[str, ...], columns: tuple[str, ...
     if wanted == "caption":
         other = next((name for name in _CAPTION_CANDIDATES if name in columns and name != names[0]), None)
         if other:
-            fix = f"rename column `{other}` to `{names[0]}`, or have preprocessing read --caption-column {other}"
+            fix = (f"rename column `{other}` to `{names[0]}` in {Path(where).name} (the trainer reads `{names[0]}`; "
+                   "ltx-pipeline never edits your metadata), then run again")
         else:
             fix = f"add a `{names[0]}` column (caption the clips first)"
     return Check("error", "missing-column",

@@ -92,7 +92,7 @@ def _metadata_info(path: Path) -> tuple[MetadataInfo, list[str]]:
         empty = sum(1 for row in rows if not str(row.get(caption) or "").strip())
         if caption != "caption":
             warnings.append(f"Captions are in column `{caption}`, but the trainer reads `caption` by "
-                            f"default: rename it or pass --caption-column {caption} to preprocessing.")
+                            f"default: rename column `{caption}` to `caption` in {path.name}.")
         if empty:
             warnings.append(f"{empty} row(s) have an empty caption: fill them in.")
     media = tuple(_media_column(rows, name, base) for name in MEDIA_COLUMNS if name in columns)

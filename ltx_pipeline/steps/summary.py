@@ -66,9 +66,9 @@ def _peak_words(request: dict[str, Any], gpus: str) -> str:
         counted = ("the reference trainer's own count of the toy model's memory (live tensor bytes on the CPU, the "
                    "CUDA allocator's peak on a GPU)")
         if scale is None:
-            return (f"peak memory is {counted}, unscaled (no --reference-memory-scale): the toy's own bytes, which say "
-                    f"nothing about LTX-2 on {gpus}.")
-        return (f"peak memory is {counted} times --reference-memory-scale {scale:g}, the factor that maps the toy "
+            return (f"peak memory is {counted}, unscaled (no `reference_memory_scale` in run.yaml): the toy's own "
+                    f"bytes, which say nothing about LTX-2 on {gpus}.")
+        return (f"peak memory is {counted} times `reference_memory_scale` {scale:g}, the factor that maps the toy "
                 f"onto the GPU it plans for ({gpus}): a scaled toy figure, not a measurement of LTX-2.")
     if backend == "simulated":
         return (f"step times and peak VRAM are the cost surface's figures for this config (`{request.get('surface')}`)"

@@ -130,10 +130,10 @@ def test_duplicates_empty_captions_and_empty_paths_are_reported(tmp_path: Path) 
     assert path.severity == "error" and "rows 4" in path.message
 
 
-def test_caption_in_another_column_needs_a_rename_or_the_override(tmp_path: Path) -> None:
+def test_caption_in_another_column_needs_a_rename(tmp_path: Path) -> None:
     meta = write_metadata(tmp_path, [{"text": "a cat", "video": "videos/a.mp4"}])
     check = only(check_metadata(meta, MODES["t2v"]).checks, "missing-column")
-    assert "--caption-column text" in (check.fix or "")
+    assert (check.fix or "").startswith("rename column `text` to `caption` in ")
     assert check_metadata(meta, MODES["t2v"], caption_column="text").checks == []
 
 

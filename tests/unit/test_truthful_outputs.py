@@ -174,7 +174,7 @@ def test_autotune_plot_never_draws_a_failed_trial_at_0_s_nor_an_unmeasured_one_o
 def test_autotune_plot_without_any_memory_figure_shows_step_times_by_trial(tmp_path, saved_figures) -> None:
     from ltx_pipeline.steps.autotune._report import write_reports
 
-    note = "memory not measured on the reference backend without --reference-memory-scale"
+    note = "memory not measured on the reference backend without `reference_memory_scale` in run.yaml"
     trials = [_trial(i, "fit", 0.5 + i / 10, None, assumed_fit=True, memory_note=note) for i in range(3)]
     write_reports(tmp_path, tmp_path, {**SWEEP, "trials": trials})
     [fig] = saved_figures
@@ -202,10 +202,10 @@ def test_the_reference_summary_says_what_the_toy_is(tmp_path) -> None:
     text = render_summary(_facts(tmp_path, "reference", reference_memory_scale=2000.0))
     assert "LTX-2 inference pipeline" not in text and "trainer's closing `Peak GPU memory` statistic" not in text
     assert "toy model only: it loads in no LTX-2 pipeline" in text
-    assert "times --reference-memory-scale 2000" in text and "NVIDIA H100 80GB HBM3" in text
+    assert "times `reference_memory_scale` 2000" in text and "NVIDIA H100 80GB HBM3" in text
     assert "not a measurement of LTX-2" in text and "Peak memory (toy, scaled)" in text
     unscaled = render_summary(_facts(tmp_path, "reference"))
-    assert "unscaled (no --reference-memory-scale)" in unscaled
+    assert "unscaled (no `reference_memory_scale` in run.yaml)" in unscaled
 
 
 def test_the_simulated_summary_says_nothing_was_trained_or_measured(tmp_path) -> None:

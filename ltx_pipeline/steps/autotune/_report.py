@@ -10,7 +10,7 @@ All files go through ``atomic_write``; matplotlib (Agg) is imported only when th
 Every memory figure is shown with its source (``peak_source``, ``validation_peak_source``: from the
 record when it carries them, else from the ``memory.json`` the trial wrote beside its log). A
 figure nobody measured reads "not measured", never 0.0; a run whose memory was not measured at all
-(the reference backend without ``--reference-memory-scale``) says that its winner was chosen on
+(the reference backend without ``reference_memory_scale``) says that its winner was chosen on
 step time only. With autotune off, the same two files say so and name the baseline trained as is.
 """
 
@@ -36,7 +36,7 @@ _SOURCE_WORDS = {
                     "at most 32 MiB, is not a measurement)",
     "trainer statistic": "the peak in the trainer's end-of-run statistics block (an nvidia-smi snapshot)",
     "reference trainer accounting": "the reference trainer's own count of live tensor bytes, times the memory "
-                                    "scale (--reference-memory-scale)",
+                                    "scale (`reference_memory_scale` in run.yaml)",
     "simulated cost surface": "the cost surface's figure for that config (simulated backend)",
 }
 

@@ -12,7 +12,7 @@ Every memory figure carries its source (``MemoryFigure``; the result's ``peak_so
 - ``ltx``: "vram sampler (nvml)" or "vram sampler (nvidia-smi)" (idle readings are not
   measurements), or "trainer statistic" (the statistics block's peak) when that is higher;
 - ``reference``: "reference trainer accounting (scaled x S)" only when a memory scale is set
-  (``--reference-memory-scale``); without one the toy's bytes say nothing about a GPU, so both
+  (``reference_memory_scale`` in run.yaml); without one the toy's bytes say nothing about a GPU, so both
   figures are not measured and the trial is judged on step time only (``assumed_fit``);
 - ``simulated``: "simulated cost surface" (a point without a validation figure validates at its
   training peak, as the simulated trainer does).
@@ -48,7 +48,7 @@ _FAILURE_OUTCOMES = {"oom_training": "oom_training", "oom_validation": "oom_vali
 # Not one of the planner's outcomes on purpose: ``SweepPlanner.fits`` needs "fit", so an unmeasured
 # trial never fits or wins, and it is not in MEMORY_FAILURES, so it prunes nothing.
 UNMEASURED: Any = "unmeasured"
-REFERENCE_UNMEASURED = "memory not measured on the reference backend without --reference-memory-scale"
+REFERENCE_UNMEASURED = "memory not measured on the reference backend without `reference_memory_scale` in run.yaml"
 MEMORY_FILE = "memory.json"
 _REASON_CHARS = 1000  # a pathological one-line reason is cut here, at a word boundary
 
@@ -342,7 +342,7 @@ def _measured(progress: TrainingProgress, sampler: ResourceSampler, carried: Mem
 
 
 def _memory_scale(ctx: Any) -> float | None:
-    """The reference backend's memory scale (``--reference-memory-scale``), None when unset."""
+    """The reference backend's memory scale (``reference_memory_scale`` in run.yaml), None when unset."""
     scale = getattr(getattr(ctx, "backend", None), "memory_scale", None)
     if scale is None:
         scale = getattr(getattr(ctx, "request", None), "reference_memory_scale", None)

@@ -135,7 +135,7 @@ def _store_lines(job: SlurmJob) -> list[str]:
     if job.store_from_env:
         return ["# The store URL carries a password, so it is not written here: the job reads LTX_PIPELINE_STORE",
                 "# from the environment it was submitted from (sbatch exports the submitting environment by default;",
-                "# with --export=NONE, export it in your own way).",
+                "# with sbatch --export=NONE, export it in your own way).",
                 ': "${LTX_PIPELINE_STORE:?LTX_PIPELINE_STORE is not set: submit from a shell where it is exported}"']
     if job.store:
         return ["# The run's store (a shared server): every node records into it.",

@@ -77,7 +77,7 @@ def test_csv_metadata_reports_text_caption_and_legacy_alias():
     assert [c.column for c in meta.media_columns] == ["media_path"]
     assert meta.media_columns[0].missing == 0
     joined = " ".join(info.warnings)
-    assert "--caption-column text" in joined
+    assert "rename column `text` to `caption` in dataset.csv" in joined
     assert "`media_path` is a legacy alias of `video`" in joined
 
 
