@@ -13,15 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.engine import PhaseResult
-from ltx_pipeline.ltx.modes import get_mode
+from ltx_pipeline.ltx.modes import generated_media, get_mode
 from ltx_pipeline.outputs.autotune import AutotuneOutputs
 from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.monitor import MemoryModelCheck, MonitoredStage, MonitorOutputs
+from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.prepare import PrepareOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.outputs.train import TrainOutputs
-from ltx_pipeline.steps.contact_sheet import write_contact_sheet
+from ltx_pipeline.steps.contact_sheet import validation_prompts, write_contact_sheet
 from ltx_pipeline.steps.context import LtxContext
 from ltx_pipeline.steps.samples_used import check_samples_used, samples_used
 from ltx_pipeline.steps.summary import plot_loss, plot_step_time, render_summary, steady_step_time
@@ -57,7 +58,7 @@ class MonitorPhase:
         # What run-summary.md is rendered from (``steps.summary.render_summary``): measured facts only.
         facts = {
             "run": ctx.run_name, "run_root": str(ctx.paths.root), "request": ctx.request.model_dump(mode="json"),
-            "gpus": _gpus(probe), "mode_title": get_mode(ctx.request.mode).title,
+            "gpus": _gpus(probe), "mode_title": get_mode(ctx.request.mode).title, "generates": _generates(ctx),
             "samples": data.samples, "data_stages": [s.model_dump(mode="json") for s in data.stages],
             "stages": stages, "seed": first.get("seed"), "model_path": patch.model_path,
             "text_encoder_path": patch.text_encoder_path,
@@ -80,7 +81,7 @@ class MonitorPhase:
         step_time = plot_step_time(run_metrics, outputs_dir / "step_time.png", workspace=ctx.workspace,
                                    resumes=resumes)
         sheet, unreadable = write_contact_sheet(outputs_dir / "samples", outputs_dir / "samples" / "contact-sheet.png",
-                                                workspace=ctx.workspace)
+                                                workspace=ctx.workspace, prompts=validation_prompts(first))
         if unreadable:
             ctx.narrate(f"Left out of the contact sheet, not decodable: {', '.join(unreadable)}")
         # After the summary: it says so loudly, then the run fails (unless the plan announced those skips).
@@ -107,6 +108,12 @@ class MonitorPhase:
         steps = int((values.get("optimization") or {}).get("steps", 0))
         return {**entry, "step_time_s": steady_step_time(rows), "logged_steps": len(rows),
                 "validation_steps": list(range(0, steps + 1, int(interval))) if interval else []}
+
+
+def _generates(ctx: LtxContext) -> str:
+    """What the run generates, as plan.md said it (the plan's audio choice applied to the mode)."""
+    audio = ctx.output(PlanOutputs).audio if ctx.has_output("plan") else None
+    return generated_media(get_mode(ctx.request.mode), audio.to_dict() if audio is not None else None)
 
 
 def _gpus(probe: ProbeOutputs) -> str:

@@ -23,7 +23,7 @@ from ltx_pipeline.ltx.autotune.availability import AutotunePlan, autotune_plan
 from ltx_pipeline.ltx.launch_checks import device_placement_line
 from ltx_pipeline.ltx.launch_plan import launch_shape
 from ltx_pipeline.ltx.metadata import read_metadata_rows
-from ltx_pipeline.ltx.modes import Mode, get_mode
+from ltx_pipeline.ltx.modes import Mode, generated_media, get_mode
 from ltx_pipeline.ltx.preparation import PreparationPlan, plan_preparation, smallest_bucket_frames, videos_to_scan
 from ltx_pipeline.ltx.recipe import Recipe, build_recipe, schedule_lines
 from ltx_pipeline.ltx.tiers import Tier
@@ -241,14 +241,15 @@ def render_plan(ctx: LtxContext, recipe: Recipe, probe: ProbeOutputs, missing: l
     autotune = autotune or _autotune(ctx)
     mode = get_mode(request.mode)
     dataset = probe.dataset
+    generates = generated_media(mode, audio.to_dict() if audio is not None else None)
     lines = [f"# Training plan: {ctx.run_name}", ""]
     lines += ["## Goal", "",
               f"Train a {'LoRA' if recipe.training_mode == 'lora' else 'full fine-tune'} for {mode.title} "
-              f"on the dataset at `{request.dataset}`"
+              f"(generates: {generates}) on the dataset at `{request.dataset}`"
               + (f", with trigger word `{request.trigger}`." if request.trigger else ", with no trigger word."), ""]
     lines += ["## Mode", "", f"- Mode: **{mode.name}** ({mode.title})",
               f"- Config base: `{recipe.template}` (copied into the run, never edited in place)",
-              f"- Generates: {_generates(mode)}", f"- Training mode: {recipe.training_mode}",
+              f"- Generates: {generates}", f"- Training mode: {recipe.training_mode}",
               f"- Trainer backend: {_backend_words(ctx.backend)}", *_model_lines(probe), ""]
     lines += ["## Dataset", "", f"- Path: `{request.dataset}` ({dataset.kind})"]
     lines += _dataset_lines(dataset)
@@ -402,11 +403,6 @@ def _backend_words(backend: Any) -> str:
     if backend.name == "reference":
         return "reference (the built-in toy trainer: real training at toy scale, not LTX-2)"
     return "simulated (a cost surface stands in for the trainer; nothing is trained)"
-
-
-def _generates(mode: Any) -> str:
-    parts = [name for name, on in (("video", mode.generates_video), ("audio", mode.generates_audio)) if on]
-    return " + ".join(parts)
 
 
 def _dataset_lines(dataset: DatasetInfo) -> list[str]:

@@ -59,6 +59,9 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
         rows.append([phase["phase"], phase["status"], phase["attempt"], seconds, text])
     _print_table(console, f"{run['name']} — {run['state']}", ("phase", "status", "try", "seconds", "summary / error"),
                  rows)
+    if run.get("generates"):
+        console.print(f"  generates: {run['generates']} (mode {run['request'].get('mode')}, "
+                      f"--audio {run['request'].get('audio', 'auto')})", markup=False, highlight=False)
     for phase in run["phases"]:
         if phase["reason"] and phase["reason"] != "first run":
             console.print(f"  {phase['phase']} ran because: {phase['reason']}", markup=False, highlight=False)

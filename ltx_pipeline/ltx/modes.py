@@ -7,11 +7,13 @@ run generates video and/or audio.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ltx_pipeline.errors import BadRequest
 
-__all__ = ["LOW_VRAM_T2V_CONFIG", "MODES", "Mode", "get_mode"]
+__all__ = ["LOW_VRAM_T2V_CONFIG", "MODES", "Mode", "generated_media", "get_mode"]
 
 LOW_VRAM_T2V_CONFIG = "t2v_lora_low_vram.yaml"
 
@@ -32,6 +34,11 @@ class Mode:
     video_media: bool  # the media column is `video` (else `audio`)
 
     @property
+    def generates(self) -> str:
+        """What a run of this mode generates, in words: ``video + audio``, ``video`` or ``audio``."""
+        return " + ".join(name for name, on in (("video", self.generates_video), ("audio", self.generates_audio)) if on)
+
+    @property
     def audio_run(self) -> bool:
         """Whether training reads audio latents (generated or as a frozen condition)."""
         return "audio_latents" in self.precomputed_dirs
@@ -47,7 +54,7 @@ _AV = ("latents", "audio_latents")
 MODES: dict[str, Mode] = {
     m.name: m
     for m in (
-        _mode("t2v", "text-to-video (+audio)", "t2v_lora.yaml", ("video",), _AV, True, True),
+        _mode("t2v", "text-to-video", "t2v_lora.yaml", ("video",), _AV, True, True),
         _mode("i2v", "image-to-video (first-frame conditioning)", "i2v_lora.yaml", ("video",), _AV, True, True),
         _mode("video-extend", "extend video forward (prefix)", "video_extend_lora.yaml", ("video",), _AV,
               True, True),
@@ -79,6 +86,25 @@ MODES: dict[str, Mode] = {
 
 # Legacy metadata column names the trainer still accepts (facts §6.1).
 COLUMN_ALIASES = {"video": ("video", "media_path"), "reference_video": ("reference_video", "ref_media_path")}
+
+
+# The words for a run whose audio choice still waits for the user (``AudioPlan.blocker``).
+UNDECIDED = "not decided yet (silent clips: choose --audio on or off)"
+
+
+def generated_media(mode: Mode, audio: Mapping[str, Any] | None) -> str:
+    """What a run of ``mode`` generates as planned, in the words plan.md, run-summary, status and the dashboard share.
+
+    ``audio``: the plan's stored audio choice (``AudioPlan.to_dict()``), None for a plan without one. A
+    video-only choice (``trains: video``) drops the audio a template generates (``audio_choice.trained_mode``);
+    while its blocker waits for the user, nothing is decided. Pure and standard-library only: ``status`` calls it.
+    """
+    audio = audio or {}
+    if audio.get("blocker") and audio.get("trains") != "as-mode":
+        return UNDECIDED
+    if audio.get("trains") == "video":
+        return "video"
+    return mode.generates
 
 
 def get_mode(name: str) -> Mode:

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ltx_pipeline.engine.gates import current_gate
 from ltx_pipeline.engine.lock import driver_on_store
+from ltx_pipeline.ltx.modes import MODES, generated_media
 from ltx_pipeline.status.live import GpuReader, LogSummary, WeightsFiles, live_training
-from ltx_pipeline.status.stored import autotune_sweep, probe_findings
+from ltx_pipeline.status.stored import autotune_sweep, planned_audio, probe_findings
 from ltx_pipeline.store.rows import saved_id
 from ltx_pipeline.workspace import Workspace
 
@@ -73,6 +74,7 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
         "state": state,
         "driver": driver,
         "request": run.request,
+        "generates": _generates(run.request, latest.get("plan")),
         "created_at": run.created_at.isoformat(timespec="seconds"),
         "updated_at": run.updated_at.isoformat(timespec="seconds"),
         "phases": [_phase_entry(row) for row in latest.values()],
@@ -119,6 +121,14 @@ def _settled_warnings(events: list[Any], latest: dict[str, Any], state: str) -> 
             continue
         out.append(message)
     return out
+
+
+def _generates(request: Any, plan: PhaseRun | Record | None) -> str | None:
+    """What the run generates, in plan.md's words; None until a plan exists (nothing is decided before)."""
+    mode = MODES.get(str(request.get("mode"))) if isinstance(request, dict) else None
+    if mode is None or plan is None or plan.status not in ("succeeded", "detached"):
+        return None
+    return generated_media(mode, planned_audio(plan))
 
 
 def _autotune(row: PhaseRun | Record | None) -> dict[str, Any] | None:

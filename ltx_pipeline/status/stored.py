@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
     Row = PhaseRun | Record
 
-__all__ = ["TRIAL_FIELDS", "autotune_sweep", "planned_steps", "probe_findings", "stage_count", "stage_finished",
-           "stage_output_dirs"]
+__all__ = ["TRIAL_FIELDS", "autotune_sweep", "planned_audio", "planned_steps", "probe_findings", "stage_count",
+           "stage_finished", "stage_output_dirs"]
 
 _HAS_RESULT = ("succeeded", "detached")
 
@@ -40,6 +40,12 @@ def planned_steps(plan: Row | None) -> int | None:
     """``PlanOutputs.recipe.steps``: the steps per stage the plan set."""
     steps = (_outputs(plan).get("recipe") or {}).get("steps")
     return steps if isinstance(steps, int) else None
+
+
+def planned_audio(plan: Row | None) -> Mapping[str, Any] | None:
+    """``PlanOutputs.audio``: the plan's audio choice (``AudioPlan.to_dict()``); None without a plan or a choice."""
+    audio = _outputs(plan).get("audio")
+    return audio if isinstance(audio, dict) else None
 
 
 def stage_output_dirs(config_patch: Row | None) -> dict[int, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -65,6 +66,10 @@ def test_the_finished_demo_run_is_listed_and_its_page_shows_each_part(
     browser.get(f"{url}runs/{name}")
     chart = wait_for("the loss curve", lambda: browser.find_elements(By.CSS_SELECTOR, "#loss-chart svg polyline"), 10)
     assert chart and int(browser.find_element(By.ID, "loss-chart").get_attribute("data-points")) >= 20
+    # What the run generates, in the header, as plan.md says it (#43 point 4).
+    planned = re.search(r"^- Generates: (.+)$", (workspace / name / "plan.md").read_text(), re.M)
+    header = browser.find_element(By.ID, "header").text.lower()  # labels are upper-cased by the stylesheet
+    assert planned and f"generates\n{planned.group(1).lower()}" in header, header
     # A validation sample plays: muted (a page may autoplay only so), then its clock moves.
     played = browser.execute_async_script("""
         const done = arguments[arguments.length - 1];

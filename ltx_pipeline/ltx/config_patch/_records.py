@@ -95,14 +95,19 @@ class PromptRewrite:
         trigger: the LoRA's trigger word, put in front of each prompt that lacks it; None keeps
             the prompts' wording.
         describe_audio: append ``AUDIO_SENTENCE`` to prompts that mention no sound.
+        strip_audio: drop the sentences that describe sound (a video-only run of a template whose
+            prompts describe its audio: the samples have no sound, so the prompt must not promise one).
     """
 
     trigger: str | None
     describe_audio: bool
+    strip_audio: bool = False
 
     def rewrite(self, prompt: str) -> str:
         """The rewritten prompt; applying it twice changes nothing more."""
         text = prompt
+        if self.strip_audio:
+            text = _without_sound_sentences(text)
         if self.trigger and not _mentions(text, self.trigger):
             text = f"{self.trigger} {text}"
         if self.describe_audio and not _AUDIO_WORDS.search(text):
@@ -135,6 +140,19 @@ class PromptRewrite:
                 if new != item:
                     patches.append(Patch(f"{path}.{index}", new, reason))
         return patches
+
+
+# A sentence about the soundtrack (the templates close each prompt with "The audio captures ..."): words that
+# name sound itself, not a silent scene's stillness.
+_SOUND_SENTENCE = re.compile(r"\b(audio|sounds?|soundtrack|music|noises?|voices?|speech|dialogue|vocals?|hum)\b",
+                             re.IGNORECASE)
+
+
+def _without_sound_sentences(text: str) -> str:
+    """``text`` without its sentences about sound; the text itself when every sentence is about sound."""
+    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
+    kept = [s for s in sentences if not _SOUND_SENTENCE.search(s)]
+    return " ".join(kept) if kept else text
 
 
 def _mentions(text: str, word: str) -> bool:

@@ -91,6 +91,8 @@ def patches_for_stage(recipe: dict[str, Any], stage_index: int, *, mode: str, pa
         raise BadInput(f"The plan has no stage {stage_index}", where="stage",
                        fix="use one of " + ", ".join(str(i) for i in sorted(stages)))
     stage = stages[stage_index]
+    # A video-only run of a template that generates audio: its prompts' sound sentences go (#43).
+    strip_audio = describe_audio is False and get_mode(mode).generates_audio
     if describe_audio is None:
         describe_audio = get_mode(mode).generates_audio
     patches = [
@@ -108,9 +110,17 @@ def patches_for_stage(recipe: dict[str, Any], stage_index: int, *, mode: str, pa
             Patch("lora.alpha", recipe["rank"], "alpha = rank (scaling 1.0), the same in every stage"),
         ]
     patches += _schedule_patches(recipe, stage)
+    if recipe["training_mode"] == "lora":
+        # The trainer's default state ("minimal") holds no optimizer: a resume starts a fresh AdamW at the
+        # configured rate and the chained schedule decays from there, off the uninterrupted curve (#43). A
+        # LoRA's optimizer state is small next to the model (the trainer's docs: ~800 MB), so keep it.
+        patches.append(Patch("checkpoints.save_training_state", "full",
+                             "resume keeps the optimizer and the learning-rate schedule (minimal restarts both)"))
     patches += [
-        Patch("validation.samples", PromptRewrite(trigger, describe_audio), _prompt_reason(trigger, describe_audio)),
-        Patch("validation.prompts", PromptRewrite(trigger, describe_audio), _prompt_reason(trigger, describe_audio)),
+        Patch("validation.samples", PromptRewrite(trigger, describe_audio, strip_audio),
+              _prompt_reason(trigger, describe_audio, strip_audio)),
+        Patch("validation.prompts", PromptRewrite(trigger, describe_audio, strip_audio),
+              _prompt_reason(trigger, describe_audio, strip_audio)),
     ]
     patches.append(Patch("wandb.enabled", wandb, "W&B credentials found" if wandb else "no W&B credentials: off"))
     if wandb:
@@ -178,8 +188,10 @@ def _warm_start_patches(stage: dict[str, Any], previous: str | None) -> list[Pat
     ]
 
 
-def _prompt_reason(trigger: str | None, audio: bool) -> str:
+def _prompt_reason(trigger: str | None, audio: bool, strip_audio: bool = False) -> str:
     parts = [f"trigger word {trigger!r}"] if trigger else []
     if audio:
         parts.append("sound described as in training captions")
+    if strip_audio:
+        parts.append("sentences about sound removed (video only: the samples have no sound)")
     return "validation prompts: " + (", ".join(parts) if parts else "kept")

@@ -26,6 +26,7 @@ function renderHeader(run) {
     phase ? fact("Phase", phase.phase)
       : fact("Last phase", run.phases.length ? run.phases[run.phases.length - 1].phase : "none yet"),
   ];
+  if (run.generates) facts.push(fact("Generates", run.generates));
   if (training.step !== null && training.step !== undefined) {
     facts.push(fact("Step", stepText(training),
       training.percent !== null ? h("progress", {max: 100, value: training.percent}) : null));
