@@ -27,7 +27,7 @@ from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, ValidatedC
 from ltx_pipeline.errors import BadInput, Refused, RunFailed
 from ltx_pipeline.ltx.audio_choice import trained_mode
 from ltx_pipeline.ltx.buckets import parse_buckets
-from ltx_pipeline.ltx.checkpoint_files import final_weights_name
+from ltx_pipeline.ltx.checkpoint_files import final_weights_name, resume_restores
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.ltx.modes import get_mode
@@ -336,7 +336,7 @@ class _Stage:
             self.ctx.narrate(f"{self.config.name}: {record['path']} {record['old']} -> {record['new']} "
                              f"({record['reason']})")
         self.ctx.narrate(f"Stage {self.index} resumes from its checkpoint at step {step} ({pair.weights.name}); "
-                         "the trainer restores the step and the scheduler.")
+                         + resume_restores((self.values().get("checkpoints") or {}).get("save_training_state")))
         return step
 
     def _planned_start(self) -> dict[str, Any]:

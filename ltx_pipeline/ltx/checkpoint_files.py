@@ -14,12 +14,27 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STATE_RE", "WEIGHTS_GLOB", "WEIGHTS_RE", "final_weights_name", "state_file_name", "weights_file_name",
-           "weights_files", "weights_prefix"]
+__all__ = ["STATE_RE", "WEIGHTS_GLOB", "WEIGHTS_RE", "final_weights_name", "resume_restores", "state_file_name",
+           "weights_file_name", "weights_files", "weights_prefix"]
 
 WEIGHTS_GLOB = "*_weights_step_*.safetensors"
 WEIGHTS_RE = re.compile(r"^(lora|model)_weights_step_(\d+)\.safetensors$")
 STATE_RE = re.compile(r"^training_state_step_(\d+)\.pt$")
+
+
+def resume_restores(save_training_state: str | None) -> str:
+    """What the trainer restores from a ``training_state_step_N.pt`` saved with ``checkpoints.save_training_state``.
+
+    The trainer (``_restore_training_state``) loads the optimizer only from a "full" state; from a "minimal"
+    one (its default) a fresh optimizer starts at the configured learning rate, and the restored scheduler's
+    chained decay continues from that rate, so the learning rate leaves the uninterrupted curve.
+    """
+    if save_training_state == "full":
+        return ("the trainer restores the step, the optimizer, the learning-rate scheduler and the random state, "
+                "so the learning rate goes on along the schedule.")
+    return ("the trainer restores the step, the learning-rate scheduler and the random state, but its minimal state "
+            "(`checkpoints.save_training_state: minimal`) holds no optimizer: a fresh one starts at the configured "
+            "learning rate and the schedule decays from there, not from where it was.")
 
 
 def weights_prefix(training_mode: str) -> str:

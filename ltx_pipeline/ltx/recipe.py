@@ -202,6 +202,20 @@ def total_steps(recipe: Recipe) -> int:
     return last.start_step + (last.steps or recipe.steps)
 
 
+def _resume_lines(training_mode: str) -> list[str]:
+    """What a resume keeps, as config_patch sets it up: a LoRA's full training state, a full fine-tune's minimal one."""
+    if training_mode == "lora":
+        return ["- Resume: a stage interrupted before its last step resumes from its newest checkpoint pair. Each "
+                "checkpoint keeps the trainer's full state (`checkpoints.save_training_state: full`: optimizer, "
+                "scheduler and random state; the trainer's docs put it at ~800 MB for a LoRA), so the learning rate "
+                "goes on along the schedule that attempt started with (over the steps it was launched with, even if "
+                "`--steps` changed since)."]
+    return ["- Resume: a stage interrupted before its last step resumes from its newest checkpoint pair with the "
+            "trainer's minimal state (its default: a full fine-tune's optimizer state is about twice the model): "
+            "the step and the scheduler come back, the optimizer starts fresh at the configured learning rate, "
+            "and the schedule decays from there, not from where it was."]
+
+
 def schedule_lines(recipe: Recipe, target: str) -> list[str]:
     """The plan's words on the learning rate: each stage's fresh schedule, what a resume keeps, how to
     train further (``target``: the ``--workspace W --run R`` of the continue command)."""
@@ -218,9 +232,7 @@ def schedule_lines(recipe: Recipe, target: str) -> list[str]:
                          f"starts at {stage.learning_rate:g} and follows a fresh schedule over its {stage.steps} "
                          f"steps (its step k is step {stage.start_step}+k of the run).")
     return [*lines,
-            "- Resume: a stage interrupted before its last step resumes from its newest checkpoint pair with the "
-            "trainer's saved scheduler state, so the learning rate goes on along the schedule that attempt started "
-            "with (over the steps it was launched with, even if `--steps` changed since).",
+            *_resume_lines(recipe.training_mode),
             f"- Train further once finished: `ltx-pipeline run {target} --steps {2 * total}` (any total above "
             f"{total}) adds a stage warm-started from the final weights with a fresh schedule over the extra steps; "
             "autotune's sweep is not run again (the step count changes neither memory nor speed).", ""]

@@ -5,8 +5,16 @@ PEFT's key names, ``base_model.model.`` stripped, ``diffusion_model.`` prepended
 to ``checkpoints.precision``), ``training_state_step_{05d}.pt`` (written as ``.pt.tmp`` then
 renamed; full / minimal / off), retention of the last ``keep_last_n`` distinct steps written by
 this process (the trainer's duplicate-final-save bug that deletes its own final weights is NOT
-reproduced: the final checkpoint is always kept), and resolving ``model.load_checkpoint`` (a
-file, or a folder searched recursively for the highest step) with the state file beside it.
+reproduced: the final checkpoint is always kept), resolving ``model.load_checkpoint`` (a
+file, or a folder searched recursively for the highest step) with the state file beside it, and
+restoring that state as ``_restore_training_state`` does: the optimizer (in "full" mode only), then the
+scheduler, then the RNG states (one process only); a failure warns and trains from step 0.
+
+What "minimal" keeps is the trainer's, not an ideal resume: the scheduler's position comes back but
+the optimizer is fresh, so its learning rate is the configured one again and the chained schedulers
+(linear, cosine, polynomial, step) scale that rate onwards, not the one the interrupted run had
+reached. Only "full" (the optimizer's param groups carry their ``lr``) logs the uninterrupted run's
+learning rate at every step.
 """
 
 from __future__ import annotations
@@ -22,8 +30,8 @@ from safetensors.torch import load_file, save_file
 from ltx_pipeline.reference_trainer.lora import load_lora_state_dict, lora_state_dict
 from ltx_pipeline.workspace import atomic_write
 
-__all__ = ["Retention", "fingerprint", "load_state", "load_weights", "resolve_checkpoint", "save_state",
-           "save_weights"]
+__all__ = ["Retention", "fingerprint", "load_state", "load_weights", "resolve_checkpoint", "restore_state",
+           "rng_states", "save_state", "save_weights"]
 
 logger = logging.getLogger("ltxv_trainer")
 _COMFY_PREFIX = "diffusion_model."
@@ -159,3 +167,41 @@ def load_state(weights: Path, current: dict, no_resume: bool) -> dict | None:
         return None
     logger.info(f"📌 Resuming from step {state['global_step']}")
     return state
+
+
+def rng_states() -> dict:
+    """The RNG states a training state keeps: torch's, and CUDA's where there is a CUDA device."""
+    states = {"torch_state": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        states["cuda_state"] = torch.cuda.get_rng_state()
+    return states
+
+
+def restore_state(state: dict, optimizer: torch.optim.Optimizer,
+                  scheduler: torch.optim.lr_scheduler.LRScheduler | None, num_processes: int) -> bool:
+    """Load a resumed state into a new optimizer and scheduler, then the RNG; False when it does not fit.
+
+    False (after the trainer's warning) means training starts from step 0, the weights still loaded and
+    whatever was loaded before the failure kept, as the trainer does.
+    """
+    try:
+        if state.get("optimizer_state_dict") is not None:
+            optimizer.load_state_dict(state["optimizer_state_dict"])
+            logger.debug("Restored optimizer state (full mode)")
+        if state.get("lr_scheduler_state_dict") is not None and scheduler is not None:
+            scheduler.load_state_dict(state["lr_scheduler_state_dict"])
+            logger.debug("Restored LR scheduler state")
+    except Exception as error:  # noqa: BLE001 - the trainer warns and starts from step 0 on any restore error
+        logger.warning(f"⚠️ Failed to restore training state: {error}. Starting from step 0.")
+        return False
+    if num_processes > 1:
+        # Only the main process's RNG was saved: other ranks would take it too, so none restores it.
+        logger.debug("Skipping RNG restore in multi-process mode (only main process state was saved)")
+        return True
+    rng = state.get("rng_states", {})
+    if rng.get("torch_state") is not None:
+        torch.set_rng_state(rng["torch_state"])
+    if rng.get("cuda_state") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state(rng["cuda_state"])
+    logger.debug("Restored RNG states")
+    return True

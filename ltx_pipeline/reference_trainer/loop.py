@@ -157,7 +157,7 @@ class StepLoop:
         return {
             "global_step": self.global_step,
             "config_fingerprint": ckpt.fingerprint(self.config),
-            "rng_states": {"torch_state": torch.get_rng_state()},
+            "rng_states": ckpt.rng_states(),
             "lr_scheduler_state_dict": None if self.scheduler is None else self.scheduler.state_dict(),
             "optimizer_state_dict": self.optimizer.state_dict() if kind == "full" else None,
         }

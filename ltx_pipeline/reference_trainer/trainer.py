@@ -165,14 +165,8 @@ def train(config, disable_progress_bars: bool) -> None:  # noqa: ANN001, C901 - 
             optimizer = build_optimizer(o.optimizer_type, trainable, o.learning_rate)
             scheduler = build_scheduler(o.scheduler_type, o.scheduler_params, optimizer, o.steps)
             initial_step = 0
-            if state is not None:
+            if state is not None and ckpt.restore_state(state, optimizer, scheduler, nproc):
                 initial_step = state["global_step"]
-                if scheduler is not None and "lr_scheduler_state_dict" in state:
-                    scheduler.load_state_dict(state["lr_scheduler_state_dict"])
-                if "optimizer_state_dict" in state:
-                    optimizer.load_state_dict(state["optimizer_state_dict"])
-                if nproc == 1 and "rng_states" in state:
-                    torch.set_rng_state(state["rng_states"]["torch_state"])
             if nproc > 1:
                 model = accelerator.prepare_model(model)
             from ltx_pipeline.ltx.trainer_config import data_sources

@@ -30,7 +30,7 @@ from ltx_pipeline.backends.base import DEFAULT_MAIN_PORT, LaunchSpec, Nodes
 from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, RunJournal, ValidatedConfig
 from ltx_pipeline.engine.outputs import PhaseOutputs
 from ltx_pipeline.errors import BadInput, Refused
-from ltx_pipeline.ltx.checkpoint_files import final_weights_name
+from ltx_pipeline.ltx.checkpoint_files import final_weights_name, resume_restores
 from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
@@ -191,10 +191,12 @@ class NodeRun:
         pair = latest_pair(self.output_dir(stage) / "checkpoints")
         if pair is None:
             return [f"Stage {stage} has no complete checkpoint pair: it trains from step 0."]
-        step = check_compatible(pair, self.values(stage))
+        values = self.values(stage)
+        step = check_compatible(pair, values)
         lines = [f"{self.config(stage).name}: {r['path']} {r['old']} -> {r['new']} ({r['reason']})"
                  for r in patch_resume(self.config(stage), pair, workspace=self.workspace)]
-        return [*lines, f"Stage {stage} resumes from its checkpoint at step {step} ({pair.weights.name})."]
+        restores = resume_restores((values.get("checkpoints") or {}).get("save_training_state"))
+        return [*lines, f"Stage {stage} resumes from its checkpoint at step {step} ({pair.weights.name}); {restores}"]
 
     def validated(self, stage: int) -> ValidatedConfig:
         """The stage's config validated strictly, as it is now, for every process of every node."""

@@ -6,8 +6,9 @@ the same step beside it (a ``.pt.tmp`` is an interrupted save, never a checkpoin
 what a retry would change: a failed launch's classification and its proposed fix, one rung of the
 troubleshooting ladder as an exact config diff that ``resume --apply-fix`` applies. Resuming means
 pointing ``model.load_checkpoint`` at the pair's weights through the config-patch mechanism; the
-trainer then restores the step and the scheduler itself, so the learning rate goes on along the schedule
-the interrupted attempt started with (its ``total_iters``, even if the steps changed since). Training a
+trainer then restores the step, the scheduler and, from a "full" state (config_patch asks for one in LoRA
+runs), the optimizer, so the learning rate goes on along the schedule the interrupted attempt started with
+(its ``total_iters``, even if the steps changed since; ``ltx.checkpoint_files.resume_restores``). Training a
 *finished* stage further is no resume: it is a continuation stage with a fresh schedule (``ltx.recipe``).
 The invariant kept here: a resume whose state fingerprint (optimizer_type, scheduler_type,
 training_mode, lora rank) no longer matches the config is refused, because the trainer would silently

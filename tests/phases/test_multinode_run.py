@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from ltx_pipeline.cli import main
+from ltx_pipeline.ltx.checkpoint_files import resume_restores
 from tests.conftest import H100_SMI
 from tests.phases.train_helpers import REPO, drive_until_validate, mp4_clips, reference_args, resume, store_of
 
@@ -93,6 +94,8 @@ def test_prepare_resumes_the_stage_from_its_newest_complete_pair(workspace, tmp_
     assert main(_node_args(workspace, "--prepare")) == 0
     printed = capsys.readouterr().out
     assert f"model.load_checkpoint None -> {weights}" in printed and "resumes from its checkpoint at step 2" in printed
+    # A LoRA run saves the trainer's full state (optimizer included), and the resume says what that restores.
+    assert values["checkpoints"]["save_training_state"] == "full" and resume_restores("full") in printed
     assert yaml.safe_load(config.read_text())["model"]["load_checkpoint"] == str(weights)
 
 

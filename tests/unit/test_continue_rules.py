@@ -114,5 +114,5 @@ def test_the_plan_says_what_a_resume_and_a_continuation_do_to_the_learning_rate(
     text = "\n".join(schedule_lines(_recipe(2000, (1000,)), "--workspace /w --run r1"))
     assert "Stage 2 continues the finished training from step 1000 to 2000" in text
     assert "learning rate starts at 0.0002 and follows a fresh schedule over its 1000 steps" in text
-    assert "resumes from its newest checkpoint pair with the trainer's saved scheduler state" in text
+    assert "resumes from its newest checkpoint pair. Each checkpoint keeps the trainer's full state" in text
     assert "`ltx-pipeline run --workspace /w --run r1 --steps 4000` (any total above 2000)" in text
