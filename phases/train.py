@@ -184,6 +184,10 @@ class _Stage:
         previous = journal.processes("train", self.index)
         for old in previous:
             if old.status == "running":
+                record = old.exit()
+                how = f"exit code {record['exit_code']}" if record else "killed: no exit record"
+                ctx.narrate(f"The stage {self.index} trainer left detached (pid {old.pid}) ended without finishing "
+                            f"({how}): relaunching it.")
                 journal.settle(old)
         self._catch_up(previous)
         if previous and ctx.options.apply_fix:

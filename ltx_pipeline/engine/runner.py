@@ -235,7 +235,9 @@ def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], rer
     if previous is None:
         return "first run"
     if previous.status == "detached":
-        return "re-attaching to the work it left running"
+        # The phase knows whether that work still runs (it follows it) or ended (it relaunches or collects it)
+        # and says which; the engine knows only that it was left detached.
+        return "it was left detached: followed if it still runs, else collected or relaunched"
     if previous.status != "succeeded":
         return f"previous attempt {previous.attempt} {previous.status.replace('_', ' ')}"
     if previous.fingerprint != fingerprint:

@@ -65,6 +65,19 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
     if state not in ("new", "awaiting_approval", "gate_stopped", "failed", "finished") and driver is None:
         current = latest.get(state)
         state = "detached" if current is not None and current.status == "detached" else "interrupted"
+    training = live_training(store, run, log_summary=readers.log_summary, weights_files=readers.weights_files,
+                             gpus=readers.gpus)
+    phases = [_phase_entry(row) for row in latest.values()]
+    if state == "detached" and training is not None and training["state"] in _ENDED_TRAINER:
+        # "detached" means a trainer works on its own; once it ended unfollowed, the run and its phase are
+        # interrupted and `resume` relaunches it: one state, one story, in the table and in --json (#43).
+        state = "interrupted"
+        for phase in phases:
+            if phase["status"] == "detached":
+                phase["status"] = "interrupted"
+                phase["summary"] = (f"stage {training['stage']}'s trainer (pid {training['pid']}) ended without "
+                                    f"finishing ({training['state']}); `resume` relaunches it from its newest "
+                                    "checkpoint")
     subject_row = current_gate(store, run_id)
     approval = _approval(store, run, subject_row)
     findings = probe_findings(latest.get("probe"))
@@ -77,16 +90,19 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
         "generates": _generates(run.request, latest.get("plan")),
         "created_at": run.created_at.isoformat(timespec="seconds"),
         "updated_at": run.updated_at.isoformat(timespec="seconds"),
-        "phases": [_phase_entry(row) for row in latest.values()],
+        "phases": phases,
         "approval": approval,
         "findings": findings,
-        "training": live_training(store, run, log_summary=readers.log_summary,
-                                  weights_files=readers.weights_files, gpus=readers.gpus),
+        "training": training,
         "autotune": _autotune(latest.get("autotune")),
         "warnings": warnings[-10:],
         "next_command": _next_command(workspace, run.name, state, approval, _failure(latest.values(), state)),
     }
 
+
+# A detached trainer's liveness (``status.live``) once it ended without finishing. One that finished stays
+# "detached" until a `resume` reads it back: nothing was lost, and nothing is relaunched.
+_ENDED_TRAINER = ("crashed", "failed", "stopped", "lost")
 
 # The warnings the engine records when it finds an attempt left running by a dead driver: true when written
 # ("it will re-run"), stale once a later attempt ran. The store keeps what was said; status says what happened.

@@ -143,7 +143,7 @@ def test_dead_trainer_shows_crashed_with_its_last_line_never_running(workspace, 
 
 @pytest.mark.usefixtures("training_registered")
 def test_steps_a_detached_trainer_logged_unfollowed_are_recorded_before_its_relaunch(workspace, tmp_path,
-                                                                                    monkeypatch) -> None:
+                                                                                    monkeypatch, capsys) -> None:
     import os
     import signal
 
@@ -164,8 +164,22 @@ def test_steps_a_detached_trainer_logged_unfollowed_are_recorded_before_its_rela
     os.killpg(first.pid, signal.SIGKILL)  # nobody followed it: its steps are only in its log
     assert 45 < last_step() < 120
     logged = {int(step) for step in re.findall(r"Step (\d+)/", log.read_text())}
+    # One state, one story (#43 point 5): the run is interrupted, not "detached", once its trainer died, in
+    # --json and in the table, and resume says it relaunches (never that it re-attaches to a running trainer).
+    capsys.readouterr()
+    assert main(["status", "--workspace", str(workspace), "--json"]) == 0
+    [entry] = json.loads(capsys.readouterr().out)["runs"]
+    assert (entry["state"], entry["training"]["state"]) == ("interrupted", "crashed")
+    assert entry["next_command"].startswith("ltx-pipeline resume")
+    assert main(["status", "--workspace", str(workspace)]) == 0
+    table = capsys.readouterr().out
+    assert "r1 — interrupted" in table and re.search(r"│ train +│ interrupted", table), table
+    assert "ended without finishing (crashed)" in table and "CRASHED" in table
     monkeypatch.setenv("LTX_SIMULATED_TIME_SCALE", "0")
     assert resume(workspace) == 0  # relaunched from the step-40 checkpoint
+    said = capsys.readouterr().out
+    assert f"The stage 1 trainer left detached (pid {first.pid}) ended without finishing" in said
+    assert "left running" not in said and "Re-attaching" not in said
     assert len(store.processes(run.id, "train")) == 2
     recorded = {m.step for m in store.metrics(run.id, 1)}
     assert logged and logged <= recorded, sorted(logged - recorded)
