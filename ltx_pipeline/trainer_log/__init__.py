@@ -33,9 +33,11 @@ Import from this package only; the inner modules are private and import one way
 - ``_progress``: ``TrainingProgress``, folding events into steps, losses, checkpoints and the ETA.
 - ``_follow``: ``LogFollower`` and ``read_tail``, incremental reading of the log file.
 - ``_classify``: ``classify_failure``, symptom -> failure kind -> proposed fixes.
-- ``_kinds`` (the kind vocabulary, ``FixStep``), ``_launcher`` (``[rankN]: `` prefixes), ``_phase`` (the
-  trainer's phase lines and frames), ``_detect`` (dependency, dataset and stale-embedding failures): leaves
-  that ``_classify`` imports.
+- ``_kinds`` (the kind vocabulary, ``FixStep``), ``_launcher`` (``[rankN]: ``, SLURM ``0: `` and front ends'
+  prefixes), ``_phase`` (the trainer's phase lines and frames), ``_detect`` (dependency, dataset and
+  stale-embedding failures), ``_generic`` (other trainers' and launchers' words: parser refusals, empty datasets,
+  signals named in text), ``_oom_fixes`` (OOM fixes, each strictly cheaper than what the run used): leaves that
+  ``_classify`` imports.
 """
 
 from ltx_pipeline.trainer_log._classify import Failure, classify_failure

@@ -28,9 +28,16 @@ from ltx_pipeline.trainer_log._detect import (
     stale_embeddings_failure,
 )
 from ltx_pipeline.trainer_log._events import ErrorSignal, Event, StepEvent
+from ltx_pipeline.trainer_log._generic import config_parse_failure, empty_dataset_failure, signal_from_launcher
 from ltx_pipeline.trainer_log._grammar import parse_lines
 from ltx_pipeline.trainer_log._kinds import FAILURE_KINDS, ConfigChange, FixStep
 from ltx_pipeline.trainer_log._launcher import failed_rank_from_summary, strip_launcher_prefixes
+from ltx_pipeline.trainer_log._oom_fixes import (
+    caching_prompts,
+    prompt_caching_oom_fix,
+    training_oom_fix,
+    validation_oom_fix,
+)
 from ltx_pipeline.trainer_log._phase import find_phase
 
 __all__ = ["FAILURE_KINDS", "ConfigChange", "Failure", "FixStep", "classify_failure"]
@@ -103,6 +110,8 @@ def _failing_rank(lines: list[str], ranks: list[int | None], evidence: str) -> i
 def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], stderr_tail: list[str],
               config: Mapping[str, Any] | None, phase: str | None) -> Failure:
     lines = log_tail + stderr_tail
+    if exit_code is None and signal is None:
+        signal = signal_from_launcher(lines)  # a log from outside the engine: its launcher names the signal
     events = parse_lines(log_tail) + parse_lines(stderr_tail)
     signals = [e for e in events if isinstance(e, ErrorSignal)]
     steps_logged = any(isinstance(e, StepEvent) for e in events)
@@ -113,7 +122,8 @@ def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], st
 
     if (found := _config_error(log_tail)) or (found := _config_error(stderr_tail)):
         return found
-    if data := dataset_failure(lines, config):
+    if (data := config_parse_failure(lines)) or (data := dataset_failure(lines, config)) or (
+            data := empty_dataset_failure(lines)):
         return Failure(data.kind, data.evidence, fix=data.fix)
     if stale := stale_embeddings_failure(lines, phase, steps_logged, config):
         return Failure(stale.kind, stale.evidence, fix=stale.fix)
@@ -201,15 +211,15 @@ def _oom_failure(oom: list[ErrorSignal], config: Mapping[str, Any] | None, phase
     evidence = (preferred or oom)[-1].text
     # The trainer logs this line only when the offload is on (trainer.py): never offer it again.
     offloaded = any(_OFFLOADED_LINE in line for line in lines)
-    if phase == "embedding_precomputation" and _caching_prompts(lines):
-        return Failure("oom_validation", evidence, fix=_prompt_caching_oom_fix(config))
+    if phase == "embedding_precomputation" and caching_prompts(lines):
+        return Failure("oom_validation", evidence, fix=prompt_caching_oom_fix(config))
     if phase == "embedding_precomputation":
         return Failure("oom_validation", evidence,
-                       fix=_validation_oom_fix(config, text_encoder=True, offloaded=offloaded))
+                       fix=validation_oom_fix(config, text_encoder=True, offloaded=offloaded))
     if phase == "validation_sampling":
         return Failure("oom_validation", evidence,
-                       fix=_validation_oom_fix(config, text_encoder=False, offloaded=offloaded))
-    return Failure("oom_training", evidence, fix=_training_oom_fix(config, loading=phase == "model_loading"))
+                       fix=validation_oom_fix(config, text_encoder=False, offloaded=offloaded))
+    return Failure("oom_training", evidence, fix=training_oom_fix(config, loading=phase == "model_loading"))
 
 
 _OFFLOADED_LINE = "Offloading optimizer state to CPU"
@@ -221,88 +231,6 @@ def _keep(config: Mapping[str, Any] | None, steps: list[FixStep]) -> list[FixSte
         return steps
     missing = object()
     return [s for s in steps if s.path is None or config_value(config, s.path, missing) != s.value]
-
-
-def _smaller_dims(config: Mapping[str, Any] | None) -> list[int]:
-    width, height, frames = (list(config_value(config, "validation.video_dims", None) or (960, 544, 89)) + [89])[:3]
-    # Runtime geometry rule: W and H multiples of 32, frames 8k+1.
-    return [max(256, width // 2 // 32 * 32), max(256, height // 2 // 32 * 32), max(9, (frames - 1) // 2 // 8 * 8 + 1)]
-
-
-def _training_oom_fix(config: Mapping[str, Any] | None, *, loading: bool = False) -> list[FixStep]:
-    batch = int(config_value(config, "optimization.batch_size", 1) or 1)
-    accumulation = int(config_value(config, "optimization.gradient_accumulation_steps", 1) or 1)
-    steps = [FixStep("optimization.batch_size", 1, "batch 1 is the cheapest per-step memory; raise "
-                     "gradient_accumulation_steps to keep the effective batch")]
-    if batch > 1:
-        steps.append(FixStep("optimization.gradient_accumulation_steps", batch * accumulation,
-                             f"keeps the effective batch at {batch * accumulation} with batch 1"))
-    steps += [
-        FixStep("optimization.enable_gradient_checkpointing", True, "trades recompute for activation memory"),
-        FixStep("optimization.optimizer_type", "adamw8bit", "8-bit optimizer states take a quarter of the memory"),
-    ]
-    if config_value(config, "model.training_mode", "lora") == "lora":
-        steps.append(FixStep("acceleration.quantization", "int8-quanto", "int8 base weights halve the model's memory"))
-    steps += [
-        FixStep(None, None, "Fewer frames: re-preprocess the dataset with a shorter frame bucket (8k+1 frames); "
-                "this is not a config.yaml change."),
-        FixStep(None, None, "Lower resolution: re-preprocess with smaller resolution buckets (multiples of 32); "
-                "this is not a config.yaml change."),
-        FixStep("validation.video_dims", _smaller_dims(config), "cheaper validation passes leave more headroom"),
-    ]
-    if loading:
-        # Out of memory before any step: the weights themselves do not fit, so smaller weights come first.
-        steps.sort(key=lambda step: step.path != "acceleration.quantization")
-    return _keep(config, steps)
-
-
-_PROMPT_CACHING = re.compile(r"Loading text encoder for validation|Loading embeddings processor for validation|"
-                             r"Pre-computing embeddings for \d+ validation prompts")
-_MEDIA_ENCODING = re.compile(r"Pre-encoding conditioning media|VAE encoder for validation media encoding")
-
-
-def _caching_prompts(lines: list[str]) -> bool:
-    """Whether the last validation-preparation line logged is the text encoder's (not the media VAE's)."""
-    for line in reversed(lines):
-        if _MEDIA_ENCODING.search(line):
-            return False
-        if _PROMPT_CACHING.search(line):
-            return True
-    return False
-
-
-def _prompt_caching_oom_fix(config: Mapping[str, Any] | None) -> list[FixStep]:
-    # ValidationRunner caches the prompts in the trainer's constructor (trainer.py __init__), before the
-    # transformer or the optimizer exist and one prompt at a time: only the text encoder's own size matters.
-    return _keep(config, [
-        FixStep("acceleration.load_text_encoder_in_8bit", True,
-                "the OOM came while the full-precision Gemma cached the validation prompts, before the "
-                "transformer or the optimizer were loaded"),
-        FixStep(None, None, "Nothing else of the run is on the GPU yet: check `nvidia-smi` for other processes "
-                "holding its memory (another training, a notebook), and that each rank has its own GPU."),
-    ]) or [FixStep(None, None, "The 8-bit text encoder is already on and nothing else of the run is on the GPU "
-                   "yet: check `nvidia-smi` for other processes holding its memory, and that each rank has its "
-                   "own GPU.")]
-
-
-def _validation_oom_fix(config: Mapping[str, Any] | None, *, text_encoder: bool,
-                        offloaded: bool = False) -> list[FixStep]:
-    steps: list[FixStep] = []
-    if text_encoder:
-        steps.append(FixStep("acceleration.load_text_encoder_in_8bit", True,
-                             "the OOM came while caching validation prompts with the full-precision Gemma"))
-    inference_steps = int(config_value(config, "validation.inference_steps", 30) or 30)
-    interval = config_value(config, "validation.interval", 100)
-    if not offloaded:
-        steps.append(FixStep("acceleration.offload_optimizer_during_validation", True,
-                             "moves optimizer state to CPU while sampling (no effect under FSDP)"))
-    steps += [
-        FixStep("validation.video_dims", _smaller_dims(config), "smaller validation videos need less memory"),
-        FixStep("validation.inference_steps", max(5, inference_steps // 2), "fewer denoising steps per sample"),
-    ]
-    if interval:
-        steps.append(FixStep("validation.interval", int(interval) * 2, "fewer validation passes"))
-    return _keep(config, steps)
 
 
 def _shm_fix(config: Mapping[str, Any] | None) -> list[FixStep]:

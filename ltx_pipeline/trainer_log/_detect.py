@@ -39,7 +39,8 @@ _CODE_CHECKOUT = ("the model files and the installed code are out of step: use t
                   "checkout and its environment together (`git pull && uv sync` in the checkout)")
 
 _DEPENDENCY: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'"),
+    # Without its exception class too: front ends print the message alone ("Error running job: No module named ...").
+    (re.compile(r"No module named '([\w.]+)'"),
      "module {module} is missing from the trainer's environment: install it there (`<trainer python> -m pip "
      "install {package}`, or `uv sync` in the checkout), " + _SMOKE),
     (re.compile(r"8-bit Gemma quantization requires a CUDA device"), "8bit"),
@@ -67,9 +68,13 @@ _DEPENDENCY: tuple[tuple[re.Pattern[str], str], ...] = (
      "the installed transformers is older than the text encoder's config: install the version the trainer pins "
      "(`uv sync` in the checkout)"),
     (re.compile(r"Error\(s\) in loading state_dict for|Unexpected key\(s\) in state_dict|Missing key\(s\) in "
-                r"state_dict|size mismatch for [\w.]+: copying a param"), _CODE_CHECKOUT),
+                r"state_dict|size mismatch for [\w.]+: copying a param|(?i:(?:unexpected|missing) keys?\b.{0,80}"
+                r"\bload_state_dict)"), _CODE_CHECKOUT),
     (re.compile(r"TypeError: \w*(?:Config|VAE|Vae|Encoder|Decoder|Transformer)\w*\.__init__\(\) got an unexpected "
                 r"keyword argument"), _CODE_CHECKOUT),
+    (re.compile(r"cannot import name '(\w+)' from '([\w.]+)'"),
+     "the installed {package} lacks {module}: install the version the trainer pins (`<trainer python> -m pip "
+     "install -r requirements.txt`, or `uv sync` in the checkout), " + _SMOKE),
     (re.compile(r"^(?:\S+: )?ImportError: .+"),
      "an import failed in the trainer's environment: reinstall ltx-trainer and its pinned dependencies there "
      "(`uv sync` in the checkout), " + _SMOKE),
@@ -90,7 +95,7 @@ def dependency_failure(lines: list[str], config: Mapping[str, Any] | None) -> Fi
                     FixStep("acceleration.load_text_encoder_in_8bit", False,
                             "8-bit Gemma needs a CUDA GPU; this machine has none")]))
             module = found.group(1) if found.groups() and found.group(1) else ""
-            top = module.split(".")[0]
+            top = (found.group(2) if found.re.groups > 1 else module).split(".")[0]
             text = advice.format(module=module, package=_PACKAGES.get(top, top))
             return Finding("dependency_error", line.strip(), [FixStep(None, None, text[0].upper() + text[1:] + ".")])
     key_error = next((line.strip() for line in reversed(lines) if line.startswith("KeyError: ")), None)
@@ -214,6 +219,7 @@ _MISSING_KEYS = ("model.model_path, model.text_encoder_path, data.preprocessed_d
 # (torchaudio.load since torchaudio 2.9), torchaudio's FFmpeg reader before it, the trainer's own messages.
 _MISSING_PATH_RES = (
     re.compile(r"No such file or directory: (['\"])(?P<path>.+)\1"),
+    re.compile(r"No such file or directory: (?P<path>[^'\"\s]\S*)"),
     re.compile(r"Could not open input file: (?P<path>.+?) No such file or directory"),
     re.compile(r"Failed to open the input \"(?P<path>.+)\" \(No such file or directory\)"),
     re.compile(r"(?:does not exist|not found): (?P<path>\S.*?)\s*$"),

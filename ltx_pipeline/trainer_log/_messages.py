@@ -100,7 +100,7 @@ _ERROR_PATTERNS = (
     ("missing_files", re.compile(
         r"FileNotFoundError|Configuration file .* does not exist|directory does not exist|"
         r"Dataset path does not exist|No data files found|No valid samples found|Invalid checkpoint path|"
-        r"Could not open input file: .+ No such file or directory|"
+        r"Could not open input file: .+ No such file or directory|No such file or directory: [\w./\\~-]|"
         r"Failed to open the input \".+\" \(No such file or directory\)")),
     ("traceback", re.compile(r"^Traceback \(most recent call last\):")),
     ("killed", re.compile(r"^(?:.*: )?Killed\s*$")),

@@ -49,6 +49,7 @@ def test_training_oom_fix_order_without_config() -> None:
     failure = classify_failure(1, None, _read("oom/training.log"), _read("oom/training.stderr"))
     assert [step.path for step in failure.fix] == [
         "optimization.batch_size",
+        "optimization.gradient_accumulation_steps",  # the trainer's default batch is 2: keep the effective batch
         "optimization.enable_gradient_checkpointing",
         "optimization.optimizer_type",
         "acceleration.quantization",
@@ -57,7 +58,8 @@ def test_training_oom_fix_order_without_config() -> None:
         "validation.video_dims",
     ]
     assert failure.fix[0] == FixStep("optimization.batch_size", 1, failure.fix[0].reason)
-    assert "frames" in failure.fix[4].reason.lower() and "resolution" in failure.fix[5].reason.lower()
+    assert failure.fix[1] == FixStep("optimization.gradient_accumulation_steps", 2, failure.fix[1].reason)
+    assert "frames" in failure.fix[5].reason.lower() and "resolution" in failure.fix[6].reason.lower()
     assert failure.config_changes[0].path == "optimization.batch_size"
 
 

@@ -1,0 +1,76 @@
+"""Failures in the words other trainers and launchers use, for logs ``diagnose`` reads from outside the engine.
+
+Users bring logs from ``accelerate launch``, DeepSpeed's and torchrun's launchers and from other trainers' scripts
+(kohya's sd-scripts and musubi-tuner, diffusion-pipe, SimpleTuner, ai-toolkit). Three things they share:
+a bad command line or config file fails in its parser's words (argparse's ``train.py: error: ...``, TOML and YAML
+decoders) before any work; a dataset that yields no sample fails with "empty"/"no data found" deep inside a
+stack, often as a bare ``AssertionError``; and a process killed by a signal is named only in the launcher's text
+(``exits with return code = -9``, ``died with <Signals.SIGKILL: 9>``) when no exit status is passed in. Input
+lines have their launcher prefixes stripped already. Pure standard library.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ltx_pipeline.trainer_log._detect import Finding
+from ltx_pipeline.trainer_log._kinds import FixStep
+
+__all__ = ["config_parse_failure", "empty_dataset_failure", "signal_from_launcher"]
+
+_ARGPARSE_RE = re.compile(r"^\S+: error: (?:argument |unrecognized arguments|the following arguments are required|"
+                          r"ambiguous option|invalid choice)")
+_CONFIG_FILE_RE = re.compile(r"TomlDecodeError|TOMLDecodeError|yaml\.(?:scanner|parser)\.\w+Error|"
+                             r"config file is invalid|Invalid config(?:uration)? file")
+
+
+def config_parse_failure(lines: list[str]) -> Finding | None:
+    """A command line or config file the trainer's parser refused, with the line ending hint when it applies."""
+    evidence = next((ln.strip() for ln in lines if _ARGPARSE_RE.search(ln.strip()) or _CONFIG_FILE_RE.search(ln)),
+                    None)
+    if evidence is None:
+        return None
+    steps = [FixStep(None, None, f"The trainer's parser refused its arguments or config file ({evidence}): fix "
+                     "the option or value it names, then launch again.")]
+    if "\\r" in evidence or "\r" in evidence:
+        steps.insert(0, FixStep(None, None, "A value ends in a carriage return (\\r): the config or launch script "
+                                "was saved with Windows line endings; convert it to LF (`dos2unix <file>`)."))
+    return Finding("config_error", evidence, steps)
+
+
+# "dataset is empty" (also a class: "ConcatenatedBatchedDataset is empty"), "Processed dataset was empty", kohya's
+# "No data found", "no training items found".
+_EMPTY_RE = re.compile(r"(?i)(?:\w*data ?set|\bdata|\bbatches)\b[\w\s]{0,30}\b(?:is|was) empty\b|\bNo data found\b|"
+                       r"\bno (?:training )?(?:images|items|samples|videos) (?:were )?found\b(?! in the cache)")
+
+
+def empty_dataset_failure(lines: list[str]) -> Finding | None:
+    """The dataset yielded no sample to train on: a layout, path or bucketing problem, not the code."""
+    evidence = next((ln.strip() for ln in reversed(lines) if _EMPTY_RE.search(ln)), None)
+    if evidence is None:
+        return None
+    return Finding("dataset_error", evidence, [
+        FixStep(None, None, f"The trainer found no sample to train on ({evidence}): check that the dataset path "
+                "points where the files are, in the layout the trainer expects (kohya's scripts: train_data_dir is "
+                "the parent of `<repeats>_<name>` folders), with extensions it reads."),
+        FixStep(None, None, "If files were found but dropped, the buckets or the batch size leave none: fewer frames "
+                "or a lower resolution per bucket, a smaller batch, or more repeats."),
+    ])
+
+
+_SIGNAL_RES = (
+    re.compile(r"exits with return code = -(\d+)"),  # DeepSpeed's launcher
+    re.compile(r"died with <Signals\.SIG\w+: (\d+)>"),  # accelerate / subprocess
+    re.compile(r"returned non-zero exit status -(\d+)"),
+    re.compile(r"Signal (\d+) \(SIG\w+\) received by PID"),  # torchrun
+    re.compile(r"exitcode\s*:\s*-(\d+)"),  # torchrun's ChildFailedError summary
+)
+
+
+def signal_from_launcher(lines: list[str]) -> int | None:
+    """The signal that ended the trainer as its launcher reports it (the last report wins), else None."""
+    for line in reversed(lines):
+        for pattern in _SIGNAL_RES:
+            if match := pattern.search(line):
+                return int(match.group(1))
+    return None
