@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass
 
 from ltx_pipeline.errors import BadRequest
+from ltx_pipeline.ltx.config_values import lax_int
 
-__all__ = ["CHAINED_DEFAULT", "Bucket", "format_buckets", "parse_bucket", "parse_buckets"]
+__all__ = ["CHAINED_DEFAULT", "Bucket", "cheaper_dims", "format_buckets", "parse_bucket", "parse_buckets"]
 
 SPATIAL_FACTOR = 32
 TEMPORAL_FACTOR = 8
@@ -104,3 +105,39 @@ def format_buckets(buckets: tuple[Bucket, ...] | list[Bucket]) -> str:
 
 def _round32(value: int) -> int:
     return max(SPATIAL_FACTOR, round(value / SPATIAL_FACTOR) * SPATIAL_FACTOR)
+
+
+# -- a cheaper render size (an OOM fix, an evaluation retry): never raises any axis or the cost -------------
+
+
+def _grid_floor(value: int, step: int, minimum: int) -> int | None:
+    """The largest value on the trainer's grid (``step``: 32 pixels) at most ``value``, at least ``minimum``."""
+    best = value // step * step
+    return best if best >= minimum else None
+
+
+def _frames_floor(value: int, minimum: int) -> int | None:
+    best = (value - 1) // TEMPORAL_FACTOR * TEMPORAL_FACTOR + 1 if value >= 1 else 0
+    return best if best >= minimum else None
+
+
+def cheaper_dims(dims: object) -> list[int] | None:
+    """About half the width, height and frames of ``dims`` on the trainer's grid, or None when no smaller valid.
+
+    Each axis only falls (never below 32 pixels, or 9 frames unless the render already had fewer) and the
+    pixel-frames (W x H x F) fall strictly; dims off the grid are first floored onto it.
+    """
+    raw = [lax_int(v) for v in dims] if isinstance(dims, (list, tuple)) and len(dims) == 3 else []
+    values = [v for v in raw if v is not None and v >= 1]
+    if len(values) != 3:
+        return None
+    width, height, frames = values
+    new_width = _grid_floor(max(width // 2, min(width, SPATIAL_FACTOR)), SPATIAL_FACTOR, SPATIAL_FACTOR)
+    new_height = _grid_floor(max(height // 2, min(height, SPATIAL_FACTOR)), SPATIAL_FACTOR, SPATIAL_FACTOR)
+    new_frames = _frames_floor(max((frames - 1) // 2 + 1, min(frames, TEMPORAL_FACTOR + 1)), 1)
+    if new_width is None or new_height is None or new_frames is None:
+        return None
+    if new_width * new_height * new_frames >= width * height * frames:
+        return None
+    return [new_width, new_height, new_frames]
+

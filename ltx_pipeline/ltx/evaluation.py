@@ -27,7 +27,7 @@ from ltx_pipeline.ltx.config_patch import Patch, PromptRewrite
 from ltx_pipeline.ltx.metadata import resolve_media
 
 __all__ = ["CATEGORIES", "EVAL_SEED", "EvalPrompt", "EvalSets", "caption_of", "eval_patches", "eval_sets",
-           "generic_prompts", "render_order", "smaller_dims"]
+           "generic_prompts", "render_order"]
 
 CATEGORIES = ("in_distribution", "out_of_distribution", "held_out")
 EVAL_SEED = 42
@@ -181,10 +181,6 @@ def eval_patches(values: dict[str, Any], *, weights: str, samples: list[dict[str
     return patches
 
 
-def smaller_dims(dims: Sequence[int]) -> list[int]:
-    """Half the width and height (multiples of 32, at least 32) and about half the frames (8k+1, at least 9)."""
-    width, height, frames = (int(d) for d in dims)
-    return [max(32, width // 2 // 32 * 32), max(32, height // 2 // 32 * 32), max(9, (frames - 1) // 2 // 8 * 8 + 1)]
 
 
 def _media(row: dict[str, Any], base: Path) -> str | None:

@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import RunFailed
+from ltx_pipeline.ltx.buckets import cheaper_dims
 from ltx_pipeline.ltx.config_patch import apply_patches
-from ltx_pipeline.ltx.evaluation import EvalPrompt, eval_patches, render_order, smaller_dims
+from ltx_pipeline.ltx.evaluation import EvalPrompt, eval_patches, render_order
 from ltx_pipeline.ltx.media import BadMedia, read_frames, read_media_info
 from ltx_pipeline.steps.validation import LaunchTarget, validate_stage
 from ltx_pipeline.trainer_log import LogFollower, classify_failure, failure_tail, read_tail
@@ -274,9 +275,10 @@ class EvalRenderer:
         code, signal = record.get("exit_code", 137), record.get("signal", 9 if not record else None)
         values = load_yaml(job.config_file.read_text(encoding="utf-8")) or {}
         failure = classify_failure(code, signal, failure_tail(log), config=values, initial_validation=True)
-        if failure.kind in _OOM_KINDS and state.get("retry_dims") is None:
+        smaller = cheaper_dims(job.planned_dims)  # None: already the smallest render the trainer takes
+        if failure.kind in _OOM_KINDS and state.get("retry_dims") is None and smaller is not None:
             planned = job.planned_dims  # the first failure is always at the planned dims
-            state["retry_dims"] = smaller_dims(planned)
+            state["retry_dims"] = smaller
             self._save(job, state)
             self.narrate(f"The evaluation render ran out of GPU memory at {'x'.join(map(str, planned))} "
                          f"({failure.evidence}); retrying once at {'x'.join(map(str, state['retry_dims']))}.")

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ltx_pipeline.ltx.buckets import SPATIAL_FACTOR, TEMPORAL_FACTOR
+from ltx_pipeline.ltx.buckets import TEMPORAL_FACTOR, cheaper_dims
 from ltx_pipeline.ltx.config_values import config_value, lax_int
 from ltx_pipeline.trainer_log._kinds import FixStep
 
@@ -55,38 +55,6 @@ def _on(config: Mapping[str, Any] | None, path: str) -> bool:
 
 
 # -- the figures ---------------------------------------------------------------------------------------
-
-
-def _grid_floor(value: int, step: int, minimum: int) -> int | None:
-    """The largest value on the trainer's grid (``step``: 32 pixels) at most ``value``, at least ``minimum``."""
-    best = value // step * step
-    return best if best >= minimum else None
-
-
-def _frames_floor(value: int, minimum: int) -> int | None:
-    best = (value - 1) // TEMPORAL_FACTOR * TEMPORAL_FACTOR + 1 if value >= 1 else 0
-    return best if best >= minimum else None
-
-
-def cheaper_dims(dims: Any) -> list[int] | None:
-    """About half the width, height and frames of ``dims`` on the trainer's grid, or None when no smaller valid.
-
-    Each axis only falls (never below 32 pixels, or 9 frames unless the render already had fewer) and the
-    pixel-frames (W x H x F) fall strictly; dims off the grid are first floored onto it.
-    """
-    raw = [lax_int(v) for v in dims] if isinstance(dims, (list, tuple)) and len(dims) == 3 else []
-    values = [v for v in raw if v is not None and v >= 1]
-    if len(values) != 3:
-        return None
-    width, height, frames = values
-    new_width = _grid_floor(max(width // 2, min(width, SPATIAL_FACTOR)), SPATIAL_FACTOR, SPATIAL_FACTOR)
-    new_height = _grid_floor(max(height // 2, min(height, SPATIAL_FACTOR)), SPATIAL_FACTOR, SPATIAL_FACTOR)
-    new_frames = _frames_floor(max((frames - 1) // 2 + 1, min(frames, _MIN_FRAMES)), 1)
-    if new_width is None or new_height is None or new_frames is None:
-        return None
-    if new_width * new_height * new_frames >= width * height * frames:
-        return None
-    return [new_width, new_height, new_frames]
 
 
 def _dims_step(config: Mapping[str, Any] | None, why: str) -> FixStep:

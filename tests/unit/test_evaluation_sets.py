@@ -7,13 +7,15 @@ checkpoints, a step-0 render only) and by the schema mirror, on the project's te
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
 import yaml
 
+from ltx_pipeline.ltx.buckets import cheaper_dims
 from ltx_pipeline.ltx.config_patch import apply_patches, check_patched
-from ltx_pipeline.ltx.evaluation import eval_patches, eval_sets, generic_prompts, render_order, smaller_dims
+from ltx_pipeline.ltx.evaluation import eval_patches, eval_sets, generic_prompts, render_order
 from tests.conftest import REPO, SHARED
 
 TEMPLATES = REPO / "ltx_pipeline" / "backends" / "reference_configs"
@@ -94,11 +96,22 @@ def test_conditions_take_each_rows_own_media_and_ood_prompts_borrow_a_training_r
     assert extend.conditions[0]["video"].startswith("/data/set/videos/") and extend.conditions[0]["num_frames"] == 57
 
 
-def test_smaller_dims_keep_the_trainers_geometry() -> None:
-    assert smaller_dims([960, 544, 49]) == [480, 256, 25]
-    assert smaller_dims([64, 64, 17]) == [32, 32, 9]
-    for width, height, frames in (smaller_dims(d) for d in ([1280, 704, 121], [576, 576, 49], [32, 32, 9])):
-        assert width % 32 == 0 and height % 32 == 0 and (frames - 1) % 8 == 0 and frames >= 9
+def test_the_retry_dims_keep_the_trainers_geometry_and_never_cost_more() -> None:
+    """The evaluation's OOM retry size: on the trainer's grid, no axis raised, fewer pixel-frames; or none at all.
+
+    The old rule floored frames at 9, so a 1..8-frame render was retried larger, and 32x32x9 was "retried" as is.
+    """
+    assert cheaper_dims([960, 544, 49]) == [480, 256, 25]
+    assert cheaper_dims([64, 64, 17]) == [32, 32, 9]
+    assert cheaper_dims([32, 32, 9]) is None  # nothing smaller is valid: no retry at the same cost
+    for dims in itertools.product((32, 64, 96, 544, 960, 1280), (32, 64, 544, 704), (1, 9, 17, 25, 49, 121)):
+        smaller = cheaper_dims(list(dims))
+        if smaller is None:
+            continue
+        width, height, frames = smaller
+        assert width % 32 == 0 and height % 32 == 0 and (frames - 1) % 8 == 0, (dims, smaller)
+        assert all(new <= old for new, old in zip(smaller, dims, strict=True)), (dims, smaller)
+        assert width * height * frames < dims[0] * dims[1] * dims[2], (dims, smaller)
 
 
 def _templates() -> list[Path]:
