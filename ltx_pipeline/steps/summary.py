@@ -97,6 +97,8 @@ def render_summary(facts: dict[str, Any]) -> str:
              f"- GPUs: {facts['gpus']}",
              f"- Purpose: {request.get('mode')} {request.get('training_mode', 'lora')} "
              f"({facts.get('mode_title') or request.get('mode')}), strategy {request.get('strategy', 'single')}",
+             *([f"- Generates: {facts['generates']} (`--audio {request.get('audio', 'auto')}`)"]
+               if facts.get("generates") else []),
              f"- Trigger word: {request.get('trigger') or '(none)'}",
              f"- Dataset: {request.get('dataset')} ({sample_words}; buckets "
              f"{', '.join(s['buckets'] for s in facts['data_stages'])})", *dropped,
@@ -212,12 +214,23 @@ def _config_rows(config: Path) -> list[tuple[str, Any]]:
     return rows
 
 
-def _smooth(values: list[float], weight: float = 0.8) -> list[float]:
-    """Exponential moving average (as TensorBoard's smoothing slider)."""
-    out, last = [], None
-    for value in values:
-        last = value if last is None else weight * last + (1 - weight) * value
-        out.append(last)
+# The smoothed loss's weight: with 0.6 a first point ten times the rest (the toy's, or a fresh LoRA's, first
+# loss) weighs less than the points after it from the fifth point on; 0.8 kept it on top for about 15 points.
+_SMOOTHING_WEIGHT = 0.6
+
+
+def _smooth(values: list[float], weight: float = _SMOOTHING_WEIGHT) -> list[float]:
+    """Debiased exponential moving average, as TensorBoard smooths since its PR #639 (2017).
+
+    The plain EMA starts from the first value, so a first-point outlier (the demo's 69 among losses near 8) held
+    the curve above every raw point for dozens of steps. Here the average starts from zero and is divided by the
+    weights seen so far (``1 - weight**n``): each smoothed value is a weighted mean of the points seen so far,
+    the newest weighing most, and the first point's share falls as ``weight**n``.
+    """
+    out, total = [], 0.0
+    for count, value in enumerate(values, start=1):
+        total = weight * total + (1 - weight) * value
+        out.append(total / (1 - weight**count))
     return out
 
 

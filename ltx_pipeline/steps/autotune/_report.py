@@ -267,21 +267,51 @@ def _draw(plt: Any, outputs: dict[str, Any]) -> Any:
 
 
 def _memory_axes(ax: Any, placed: list[dict[str, Any]], outputs: dict[str, Any]) -> None:
-    for t in placed:
+    # On axes from zero, trials 1 % apart sit on one spot: each label carries its figures, stacked apart.
+    for index, t in enumerate(sorted(placed, key=lambda t: (t["step_time_s"], _peak(t) or 0.0))):
         ok = t["outcome"] == "fit" and t.get("fits")
         x, y = _peak(t), t["step_time_s"]
         ax.scatter([x], [y], marker="o" if ok else "x", color="tab:green" if ok else "tab:red", s=60)
-        ax.annotate(f"{t['number']}: {t['outcome']}", (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        ax.annotate(f"{t['number']}: {t['outcome']}, {y:.3f} s, {_gib(x or 0.0)}", (x, y), textcoords="offset points",
+                    xytext=(-8, -14 + 11 * (index % 5)), ha="right", fontsize=8)
     if not placed:
         ax.text(0.5, 0.5, "no trial has both a measured peak and a step time", transform=ax.transAxes, ha="center",
                 va="center", fontsize=11, color="dimgray")
         ax.set_yticks([])
-    ax.axvline(outputs["capacity_gb"], color="black", linestyle="-", label="capacity")
-    ax.axvline(outputs["limit_gb"], color="tab:orange", linestyle="--", label=f"headroom {outputs['headroom']:.0%}")
-    ax.set_xlabel("peak VRAM, training or validation (GB, measured)")
+    ax.axvline(outputs["capacity_gb"], color="black", linestyle="-", label=f"capacity {_gib(outputs['capacity_gb'])}")
+    ax.axvline(outputs["limit_gb"], color="tab:orange", linestyle="--",
+               label=f"headroom {outputs['headroom']:.0%} (fits at or below {_gib(outputs['limit_gb'])})")
+    # Both axes from zero: a sweep's step times often differ by 1 %, which a cropped axis draws as a cliff.
+    peaks = [_peak(t) or 0.0 for t in placed]
+    ax.set_xlim(0, max([outputs["capacity_gb"], *peaks]) * 1.05)
+    ax.set_ylim(0, max([t["step_time_s"] for t in placed], default=1.0) * 1.15)
+    ax.set_xlabel(f"peak VRAM, training or validation (GiB, {_memory_words(placed)})")
     ax.set_ylabel("micro-step time (s)")
     ax.set_title(f"Autotune: {outputs['study']}")
     ax.legend(loc="best", fontsize=8)
+
+
+def _gib(value: float) -> str:
+    """A memory figure of the plot: every figure here is bytes / 2**30 (or MiB / 1024), so GiB."""
+    return f"{value:.1f} GiB" if value >= 1 else f"{value * 1024:.0f} MiB"
+
+
+# What the memory axis's figures are, by their source (``_SOURCE_WORDS`` has the long form).
+_AXIS_WORDS = {"vram sampler": "measured", "trainer statistic": "measured",
+               "reference trainer accounting": "the toy's bytes × reference_memory_scale",
+               "simulated cost surface": "simulated"}
+
+
+def _memory_words(placed: list[dict[str, Any]]) -> str:
+    """What the plotted peaks are: measured on a GPU, the toy's scaled count, or simulated (each kind once)."""
+    words: list[str] = []
+    for t in placed:
+        memory = memory_of(t)
+        for source in (memory.get("peak_source"), memory.get("validation_peak_source")):
+            word = next((w for key, w in _AXIS_WORDS.items() if source and source.startswith(key)), None)
+            if word and word not in words:
+                words.append(word)
+    return "; ".join(words) or "source not recorded"
 
 
 def _step_times_by_trial(ax: Any, trials: list[dict[str, Any]], outputs: dict[str, Any]) -> None:
@@ -293,6 +323,7 @@ def _step_times_by_trial(ax: Any, trials: list[dict[str, Any]], outputs: dict[st
         label = f"{t['outcome']} (assumed)" if _assumed(t) else str(t["outcome"])
         ax.annotate(label, (t["number"], t["step_time_s"]), textcoords="offset points", xytext=(5, 4), fontsize=8)
     ax.set_xticks([t["number"] for t in timed])
+    ax.set_ylim(0, max(t["step_time_s"] for t in timed) * 1.15)  # from zero: 1 % must look like 1 %
     ax.set_xlabel("trial")
     ax.set_ylabel("micro-step time (s)")
     note = memory_of(timed[0]).get("memory_note") or NOT_MEASURED
@@ -306,7 +337,7 @@ def _failed_row(ax: Any, failed: list[dict[str, Any]], columns: int) -> None:
         x, y = index % columns, rows - 1 - index // columns
         ax.scatter([x], [y], marker="x", color="tab:red", s=60)
         peak = _peak(t)
-        label = f"{t['number']}: {t['outcome']}" + (f", {format_gb(peak)} peak" if peak is not None else "")
+        label = f"{t['number']}: {t['outcome']}" + (f", {_gib(peak)} peak" if peak is not None else "")
         ax.annotate(label, (x, y), textcoords="offset points", xytext=(7, -3), fontsize=8)
     ax.set_xlim(-0.2, columns - 0.2)
     ax.set_ylim(-0.6, rows - 0.4)
