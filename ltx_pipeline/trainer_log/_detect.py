@@ -75,6 +75,13 @@ _DEPENDENCY: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"cannot import name '(\w+)' from '([\w.]+)'"),
      "the installed {package} lacks {module}: install the version the trainer pins (`<trainer python> -m pip "
      "install -r requirements.txt`, or `uv sync` in the checkout), " + _SMOKE),
+    # torch.compile's toolchain: Inductor/Dynamo/Triton failing, or a C++ parser meeting the end of a truncated
+    # cached kernel ("expected ident but found 'eof'"): the compile cache or the compiler, not the run.
+    (re.compile(r"torch\._(?:inductor|dynamo)\.exc\.\w+|triton\.compiler\.errors\.\w+|"
+                r"expected \w+ but found 'eof'"),
+     "torch.compile's toolchain failed (a corrupt Inductor/Triton cache, or a compiler that does not match torch): "
+     "delete the caches (`~/.triton/cache`, `/tmp/torchinductor_$USER`) and retry; if it persists, train without "
+     "torch.compile or reinstall the triton version torch pins"),
     (re.compile(r"^(?:\S+: )?ImportError: .+"),
      "an import failed in the trainer's environment: reinstall ltx-trainer and its pinned dependencies there "
      "(`uv sync` in the checkout), " + _SMOKE),

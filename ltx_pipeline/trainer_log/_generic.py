@@ -3,8 +3,9 @@
 Users bring logs from ``accelerate launch``, DeepSpeed's and torchrun's launchers and from other trainers' scripts
 (kohya's sd-scripts and musubi-tuner, diffusion-pipe, SimpleTuner, ai-toolkit). Three things they share:
 a bad command line or config file fails in its parser's words (argparse's ``train.py: error: ...``, TOML and YAML
-decoders) before any work; a dataset that yields no sample fails with "empty"/"no data found" deep inside a
-stack, often as a bare ``AssertionError``; and a process killed by a signal is named only in the launcher's text
+decoders, schema validators such as voluptuous and pydantic) before any work; a dataset that yields no sample fails
+with "empty"/"no data found" (or torch's sampler's ``num_samples=0``) deep inside a stack, often as a bare
+``AssertionError``; and a process killed by a signal is named only in the launcher's text
 (``exits with return code = -9``, ``died with <Signals.SIGKILL: 9>``) when no exit status is passed in. Input
 lines have their launcher prefixes stripped already. Pure standard library.
 """
@@ -20,8 +21,12 @@ __all__ = ["config_parse_failure", "empty_dataset_failure", "signal_from_launche
 
 _ARGPARSE_RE = re.compile(r"^\S+: error: (?:argument |unrecognized arguments|the following arguments are required|"
                           r"ambiguous option|invalid choice)")
+# Decoders (TOML, YAML) and the schema libraries trainers validate their configs with: voluptuous (kohya's
+# sd-scripts and musubi-tuner), pydantic, jsonschema.
 _CONFIG_FILE_RE = re.compile(r"TomlDecodeError|TOMLDecodeError|yaml\.(?:scanner|parser)\.\w+Error|"
-                             r"config file is invalid|Invalid config(?:uration)? file")
+                             r"config file is invalid|Invalid config(?:uration)? file|Invalid user config|"
+                             r"voluptuous\.error\.\w*Invalid|extra keys not allowed @ data|"
+                             r"\d+ validation errors? for \w*Config\b|jsonschema\.exceptions\.ValidationError")
 
 
 def config_parse_failure(lines: list[str]) -> Finding | None:
@@ -39,9 +44,11 @@ def config_parse_failure(lines: list[str]) -> Finding | None:
 
 
 # "dataset is empty" (also a class: "ConcatenatedBatchedDataset is empty"), "Processed dataset was empty", kohya's
-# "No data found", "no training items found".
+# "No data found", "no training items found", and torch's own refusal of an empty dataset: its RandomSampler's
+# "num_samples should be a positive integer value, but got num_samples=0".
 _EMPTY_RE = re.compile(r"(?i)(?:\w*data ?set|\bdata|\bbatches)\b[\w\s]{0,30}\b(?:is|was) empty\b|\bNo data found\b|"
-                       r"\bno (?:training )?(?:images|items|samples|videos) (?:were )?found\b(?! in the cache)")
+                       r"\bno (?:training )?(?:images|items|samples|videos) (?:were )?found\b(?! in the cache)|"
+                       r"num_samples should be a positive integer value, but got num_samples=0\b")
 
 
 def empty_dataset_failure(lines: list[str]) -> Finding | None:
