@@ -148,8 +148,8 @@ def _verify_memory_model(ctx: LtxContext, stages: list[dict[str, Any]]) -> Memor
 
         studies.record_memory_miss(studies.storage_for(ctx.workspace), str(sweep.study), {
             "run": ctx.run_name, **verdict.model_dump(mode="json"), "knobs": sweep.winner})
-        ctx.warn(f"Memory model miss: autotune predicted {predicted:.1f} GB for {sweep.winner}; the trainer "
-                 f"reported a {measured:.1f} GB peak ({error:+.0%}, beyond ±{MISS_TOLERANCE:.0%}); recorded in the "
+        ctx.warn(f"Memory model miss: autotune predicted {predicted:.1f} GiB for {sweep.winner}; the trainer "
+                 f"reported a {measured:.1f} GiB peak ({error:+.0%}, beyond ±{MISS_TOLERANCE:.0%}); recorded in the "
                  f"study {sweep.study}.")
     return verdict
 

@@ -127,8 +127,8 @@ def render_summary(facts: dict[str, Any]) -> str:
         lines += ["", f"Autotune: {facts['autotune']}"]
     if facts.get("memory_model"):
         model = facts["memory_model"]
-        lines += ["", f"Memory model: autotune predicted {model['predicted_gb']:.1f} GB for the chosen config; the "
-                  f"trainer reported {model['measured_gb']:.1f} GB"
+        lines += ["", f"Memory model: autotune predicted {model['predicted_gb']:.1f} GiB for the chosen config; the "
+                  f"trainer reported {model['measured_gb']:.1f} GiB"
                   + (f" ({model['error']:+.0%}: a miss, recorded in the study {model['study']})." if model["miss"]
                      else f" (within ±{model['tolerance']:.0%}).")]
     lines += ["", "Step time is the median of the trainer's Time/Step over steps with no validation or checkpoint "

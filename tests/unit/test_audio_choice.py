@@ -146,6 +146,6 @@ def test_a_small_measured_peak_reads_in_mib_not_as_zero_gb(tmp_path: Path) -> No
     facts = _summary_facts(tmp_path, log)
     facts["stages"][0]["peak_gpu_memory_gb"] = 866620 / 1024**3
     text = render_summary(facts)
-    assert "| 0.8 MiB |" in text and "0.00 GB" not in text
+    assert "| 0.8 MiB |" in text and "0.00 GiB" not in text
     facts["stages"][0]["peak_gpu_memory_gb"] = 61.3
-    assert "| 61.30 GB |" in render_summary(facts)
+    assert "| 61.30 GiB |" in render_summary(facts)

@@ -33,7 +33,7 @@ from ltx_pipeline.trainer_log import TrainingProgress
 GIB = 1024**3
 STD = {"quantization": None, "optimizer_type": "adamw", "batch_size": 1, "enable_gradient_checkpointing": True}
 OFF = {**STD, "enable_gradient_checkpointing": False}
-ZERO = re.compile(r"\b0\.0+ GB|\| 0\.0+ \|")
+ZERO = re.compile(r"\b0\.0+ Gi?B|\| 0\.0+ \|")
 
 
 def reference_report(folder: Path, training: int, validation: int, *, scale: float = 1.0,
@@ -147,7 +147,7 @@ def test_a_fake_cards_1_mib_reading_is_not_a_measurement(tmp_path, fake_smi) -> 
     # The baseline's failure words never quote a partial peak against the limit.
     assert all("reported no peak memory" in p.reason for p in planner.pruned)
     markdown = render_markdown(outputs(planner, [trial]), failure="the baseline failed")
-    assert "0.0 GB" not in markdown and "| not measured |" in markdown
+    assert "0.0 GiB" not in markdown and "| not measured |" in markdown
     assert "validation peak not measured" in trial_line(trial)
 
 
@@ -167,7 +167,7 @@ def test_a_validation_peak_the_sampler_missed_makes_a_trial_unmeasured_not_fit(t
     assert done.result.peak_vram_gb == pytest.approx(30000 / 1024)  # what was measured is kept, with its source
     assert done.result.peak_source == "vram sampler (nvml)" and done.result.validation_peak_source is None
     line = trial_line(record(planner, done, 1))
-    assert "training peak 29.3 GB (vram sampler (nvml))" in line and "validation peak not measured" in line
+    assert "training peak 29.3 GiB (vram sampler (nvml))" in line and "validation peak not measured" in line
 
 
 def test_a_measured_ltx_trial_fits_with_each_source_named(tmp_path) -> None:
@@ -184,7 +184,7 @@ def test_a_measured_ltx_trial_fits_with_each_source_named(tmp_path) -> None:
     trial = record(planner, done, 1)
     assert trial["outcome"] == "fit" and trial["fits"] and planner.winner()["batch_size"] == 1
     markdown = render_markdown(outputs(planner, [trial]))
-    assert "| 24.4 GB | vram sampler (nvidia-smi) | 19.5 GB | vram sampler (nvidia-smi) |" in markdown
+    assert "| 24.4 GiB | vram sampler (nvidia-smi) | 19.5 GiB | vram sampler (nvidia-smi) |" in markdown
     assert "`vram sampler (nvidia-smi)`: the engine's own sampling" in markdown
     assert "Memory was not measured" not in markdown and "step time only" not in markdown
 
@@ -200,8 +200,8 @@ def test_a_simulated_point_without_a_validation_figure_validates_at_its_training
 
 def test_small_figures_never_read_as_zero_and_missing_ones_read_not_measured() -> None:
     assert format_gb(None) == "not measured" and format_gb(0.0) == "not measured"
-    assert format_gb(IDLE_MIB / 1024 / 10) == "3.2 MiB" and format_gb(0.04) == "0.04 GB"
-    assert format_gb(26.04) == "26.0 GB"
+    assert format_gb(IDLE_MIB / 1024 / 10) == "3.2 MiB" and format_gb(0.04) == "0.04 GiB"
+    assert format_gb(26.04) == "26.0 GiB"
 
 
 def test_a_long_failure_reason_is_kept_whole_or_cut_between_words() -> None:

@@ -91,7 +91,7 @@ def trial_cost(surface: CostSurface, knobs: Knobs, *, steps: int, validations: i
     peak = max(point.peak_vram_gb, point.validation_peak_vram_gb or 0.0)
     limit = capacity * (1 - headroom)
     outcome: Outcome = "fit" if peak <= limit else "over_headroom"
-    reason = "" if outcome == "fit" else f"peak {peak:.1f} GB over the {limit:.1f} GB limit"
+    reason = "" if outcome == "fit" else f"peak {peak:.1f} GiB over the {limit:.1f} GiB limit"
     return TrialResult(dict(knobs), outcome, point.step_time_s, point.peak_vram_gb,
                        point.validation_peak_vram_gb, seconds, reason)
 

@@ -276,8 +276,8 @@ class SweepPlanner:
             return f"crashed ({result.reason})" if result.reason else "crashed"
         if result.peak_gb is None:
             return "reported no peak memory"
-        return (f"peaked at {result.peak_gb:.1f} GB, over the {self.limit_gb:.1f} GB limit "
-                f"({self.capacity_gb:.1f} GB less {self.headroom:.0%} headroom)")
+        return (f"peaked at {result.peak_gb:.1f} GiB, over the {self.limit_gb:.1f} GiB limit "
+                f"({self.capacity_gb:.1f} GiB less {self.headroom:.0%} headroom)")
 
     def _validation_over(self, result: TrialResult) -> bool:
         """The step-0 validation alone rules the config out: it ran out of memory, or peaked over the limit."""

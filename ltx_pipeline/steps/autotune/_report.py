@@ -133,8 +133,8 @@ def render_markdown(outputs: dict[str, Any], *, failure: str | None = None) -> s
     out.write(f"# Autotune\n\nOptuna study `{outputs['study']}` in `{outputs['storage']}` (open it with "
               f"`optuna-dashboard {_dashboard_url(outputs['storage'])}`).\n\n")
     limit_note = (" (not applied to the trials whose memory was not measured)" if assumed else "")
-    out.write(f"Capacity {outputs['capacity_gb']:.1f} GB, headroom {outputs['headroom']:.0%}: a config fits at or "
-              f"below {outputs['limit_gb']:.1f} GB{limit_note}. Objective: seconds per optimizer step at the planned "
+    out.write(f"Capacity {outputs['capacity_gb']:.1f} GiB, headroom {outputs['headroom']:.0%}: a config fits at or "
+              f"below {outputs['limit_gb']:.1f} GiB{limit_note}. Objective: seconds per optimizer step at the planned "
               f"batch: {_batch_words(outputs)}. Loss is not a criterion.\n\n")
     if assumed:
         note = memory_of(assumed[0]).get("memory_note") or "memory not measured"

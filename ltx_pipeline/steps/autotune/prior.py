@@ -72,6 +72,6 @@ def prior_disagreement(ours: dict[str, Any], theirs: Any, planner: SweepPlanner)
     peak = max(measured)
     gap = abs((theirs.peak_gb or 0.0) / peak - 1)
     if gap > PRIOR_MEMORY_MARGIN:
-        return (f"its baseline peak {theirs.peak_gb:.1f} GB differs from this {peak:.1f} GB by {gap:.0%} "
+        return (f"its baseline peak {theirs.peak_gb:.1f} GiB differs from this {peak:.1f} GiB by {gap:.0%} "
                 f"(more than {PRIOR_MEMORY_MARGIN:.0%})")
     return None

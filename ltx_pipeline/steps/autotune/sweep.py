@@ -165,8 +165,8 @@ class Sweep:
             used += 1
         self.prior = {"study": name, "used": True, "results": used,
                       "why": f"its baseline agrees with this one (step time {theirs.step_time_s:.2f}s vs "
-                             f"{ours['step_time_s']:.2f}s, peak {theirs.peak_gb:.1f} GB vs "
-                             f"{max(v for v in (ours['peak_vram_gb'], ours['validation_peak_vram_gb']) if v):.1f} GB)"}
+                             f"{ours['step_time_s']:.2f}s, peak {theirs.peak_gb:.1f} GiB vs "
+                             f"{max(v for v in (ours['peak_vram_gb'], ours['validation_peak_vram_gb']) if v):.1f} GiB)"}
         self.ctx.narrate(f"Prior study {name}: {self.prior['why']}; its {used} other result(s) settle this sweep "
                          "instead of new trials.")
 
@@ -374,7 +374,7 @@ def _failure_text(failure: dict[str, Any] | None, planner: SweepPlanner) -> tupl
             + (f" ({failure['reason']})" if failure["reason"] else ""))
     fixes = failure.get("fixes") or []
     if not fixes and failure["outcome"] in ("fit", "over_headroom"):
-        fixes = [{"path": None, "value": None, "reason": f"peak over the {planner.limit_gb:.1f} GB limit: lower "
+        fixes = [{"path": None, "value": None, "reason": f"peak over the {planner.limit_gb:.1f} GiB limit: lower "
                   "--headroom, or train fewer frames / a lower resolution"}]
     steps = "\n".join(f"{i}. " + (f"`{f['path']}: {f['value']}` " if f["path"] else "") + f["reason"]
                       for i, f in enumerate(fixes, start=1))

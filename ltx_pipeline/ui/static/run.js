@@ -72,7 +72,7 @@ function renderTraining(training, series) {
     if (training.stalled) facts.push(fact("Log", h("span", {class: "bad"}, "stalled")));
     for (const gpu of training.gpus || []) {
       facts.push(fact(`GPU ${gpu.index}`, `${gpu.utilization_pct}% · ${(gpu.memory_used_mib / 1024).toFixed(1)}` +
-        ` of ${(gpu.memory_total_mib / 1024).toFixed(1)} GB`));
+        ` of ${(gpu.memory_total_mib / 1024).toFixed(1)} GiB`));
     }
     if (training.latest_checkpoint) facts.push(fact("Latest checkpoint", h("code", {}, training.latest_checkpoint.split("/").pop())));
     if (training.wandb_url) facts.push(fact("W&B", h("a", {href: training.wandb_url, rel: "noreferrer"}, "run page")));
@@ -118,8 +118,8 @@ function renderTrials(autotune) {
   if (!box || !autotune) return;
   const points = autotune.points || [];
   drawChart(box, {
-    xLabel: "step time (s)", yLabel: "peak GB", fromZero: true, empty: "No trial measured both its step time and its peak.",
-    hline: autotune.limit_gb ? {y: autotune.limit_gb, label: `headroom limit ${autotune.limit_gb.toFixed(1)} GB`} : null,
+    xLabel: "step time (s)", yLabel: "peak GiB", fromZero: true, empty: "No trial measured both its step time and its peak.",
+    hline: autotune.limit_gb ? {y: autotune.limit_gb, label: `headroom limit ${autotune.limit_gb.toFixed(1)} GiB`} : null,
     labels: points.map((p) => [p.x, p.y, p.label]),
     series: [{name: "fits", colour: "#059669", dots: true, points: points.filter((p) => p.fits).map((p) => [p.x, p.y])},
              {name: "over the limit", colour: "#dc2626", dots: true,
