@@ -14,6 +14,7 @@ __all__ = [
     "EXIT_APPROVAL_GATE",
     "EXIT_BAD_INPUT",
     "EXIT_FAILED",
+    "EXIT_NO_SPACE",
     "EXIT_OK",
     "EXIT_REFUSED",
     "ApprovalRefused",
@@ -22,6 +23,7 @@ __all__ = [
     "BadInput",
     "BadInputs",
     "BadRequest",
+    "DiskFull",
     "GateStopped",
     "LtxPipelineError",
     "PhaseFailed",
@@ -37,6 +39,7 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_APPROVAL_GATE = 3
 EXIT_REFUSED = 4
+EXIT_NO_SPACE = 5
 
 
 class LtxPipelineError(Exception):
@@ -118,6 +121,13 @@ class ApprovalRefused(Refused):
 
 class ResumeRefused(Refused):
     """``resume`` cannot continue the run as asked."""
+
+
+class DiskFull(LtxPipelineError):
+    """A write found no space (a full disk or quota, the store's database included): nothing committed is lost,
+    since a store transaction rolls back whole and ``atomic_write`` never leaves a half-written file."""
+
+    exit_code = EXIT_NO_SPACE
 
 
 class GateStopped(LtxPipelineError):

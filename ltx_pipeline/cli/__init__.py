@@ -2,9 +2,9 @@
 
 Exit codes: 0 finished what was asked; 1 a phase failed or the minimum-VRAM gate stopped the run;
 2 bad input or usage; 3 stopped at the approval gate; 4 refused (another driver holds the run,
-or approve/resume refused). Errors print one line to stderr (a JSON object under ``--json``),
-never a traceback; an unexpected exception writes its traceback to a file in the workspace and
-names that file.
+or approve/resume/rm refused); 5 no space left (``DiskFull``, in whatever shape the full disk was
+met). Errors print one line to stderr (a JSON object under ``--json``), never a traceback; an
+unexpected exception writes its traceback to a file in the workspace and names that file.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         result = app(args=args, standalone_mode=False, prog_name="ltx-pipeline")
         code = result if isinstance(result, int) else 0
     except LtxPipelineError as exc:
-        code = _fail(exc.line(), exc.exit_code, as_json, type(exc).__name__)
+        error = _disk_full(exc, args) or exc
+        code = _fail(error.line(), error.exit_code, as_json, type(error).__name__)
     except typer.Abort:
         code = _fail("Interrupted.", 130, as_json, "Interrupted")
     except typer.TyperException as exc:  # typer's (vendored click) usage and parameter errors
@@ -42,15 +43,31 @@ def main(argv: list[str] | None = None) -> int:
             print(ctx.get_help(), file=sys.stderr)
             return _exit(EXIT_BAD_INPUT, argv)
         where = f" ({ctx.command_path})" if ctx is not None else ""
-        code = _fail(f"{exc.format_message()}{where}. Fix: see `ltx-pipeline --help`.", EXIT_BAD_INPUT, as_json,
-                     "UsageError")
+        help_of = ctx.command_path if ctx is not None else "ltx-pipeline"
+        # click's messages end with their own full stop, or not: one stop, then where and the fix.
+        code = _fail(f"{exc.format_message().rstrip('.')}{where}. Fix: see `{help_of} --help`.", EXIT_BAD_INPUT,
+                     as_json, "UsageError")
     except KeyboardInterrupt:
         code = _fail("Interrupted; run `ltx-pipeline resume` to continue.", 130, as_json, "Interrupted")
     except Exception as exc:  # the last resort: one line naming the traceback file
+        full = _disk_full(exc, args)
+        if full is not None:  # no traceback to write (there is no room): the line says all
+            return _exit(_fail(full.line(), full.exit_code, as_json, "DiskFull"), argv)
         log = _write_crash_log(args)
-        code = _fail(f"Unexpected error {type(exc).__name__}: {exc}. Traceback written to {log}.", EXIT_FAILED,
-                     as_json, "InternalError")
+        where = f"Traceback written to {log}" if log else "Its traceback could not be written to the workspace"
+        code = _fail(f"Unexpected error {type(exc).__name__}: {exc}. {where}.", EXIT_FAILED, as_json,
+                     "InternalError")
     return _exit(code, argv)
+
+
+def _disk_full(exc: BaseException, args: list[str]) -> LtxPipelineError | None:
+    from ltx_pipeline.cli.disk_full import disk_full
+    from ltx_pipeline.store.location import redact, store_target
+    from ltx_pipeline.workspace import DB_FILENAME
+
+    workspace = _workspace_arg(args)
+    store = store_target(workspace / DB_FILENAME)
+    return disk_full(exc, workspace, store if isinstance(store, Path) else redact(store))
 
 
 def _exit(code: int, argv: list[str] | None) -> int:
@@ -67,16 +84,21 @@ def _fail(line: str, code: int, as_json: bool, kind: str) -> int:
     return code
 
 
-def _write_crash_log(args: list[str]) -> Path:
-    """Write the traceback inside the workspace named on the command line (or the default one)."""
+def _workspace_arg(args: list[str]) -> Path:
+    """The workspace named on the command line (or the default one), resolved."""
     workspace = default_workspace()
     for flag in ("--workspace", "-w"):
         if flag in args and args.index(flag) + 1 < len(args):
             workspace = Path(args[args.index(flag) + 1])
-    path = workspace.expanduser().resolve() / "logs" / f"crash-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    return workspace.expanduser().resolve()
+
+
+def _write_crash_log(args: list[str]) -> Path | None:
+    """Write the traceback inside the workspace named on the command line (or the default one)."""
+    path = _workspace_arg(args) / "logs" / f"crash-{time.strftime('%Y%m%d-%H%M%S')}.log"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(traceback.format_exc(), encoding="utf-8")
     except OSError:
-        return Path("(could not be written)")
+        return None
     return path

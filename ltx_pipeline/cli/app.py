@@ -11,8 +11,20 @@ from typing import Annotated
 
 import typer
 
-from ltx_pipeline.cli import autotune_worker, config_tools, demo, diagnose, nodes, smoke, training, ui, workflow
+from ltx_pipeline.cli import (
+    autotune_worker,
+    config_tools,
+    demo,
+    diagnose,
+    nodes,
+    remove,
+    smoke,
+    training,
+    ui,
+    workflow,
+)
 from ltx_pipeline.cli.bench import bench_app
+from ltx_pipeline.cli.help_panels import PanelCommand
 from ltx_pipeline.store.location import STORE_ENV
 
 __all__ = ["app"]
@@ -45,12 +57,13 @@ def _options(store: Annotated[str | None, typer.Option(
         os.environ[STORE_ENV] = store  # every command (and the processes it starts) opens this store
 
 
-app.command("run")(workflow.run)
+app.command("run", cls=PanelCommand)(workflow.run)
 app.command("init")(workflow.init)
 app.command("resume")(workflow.resume)
 app.command("approve")(workflow.approve)
 app.command("status")(workflow.status)
 app.command("stop")(training.stop)
+app.command("rm")(remove.rm)
 app.command("demo")(demo.demo)
 app.command("validate")(config_tools.validate)
 app.command("command")(config_tools.command)

@@ -116,7 +116,7 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
                "trigger": "fxclp", "rank": 8, "learning_rate": DEMO_LEARNING_RATE,
                "reference_memory_scale": DEMO_MEMORY_SCALE,
                "processes": processes if processes > 1 else None}
-    run, request = prepare_run(ws, store, name, {k: v for k, v in options.items() if v is not None})
+    store, run, request = prepare_run(ws, store, name, {k: v for k, v in options.items() if v is not None})
     code = drive_run(ws, store, run, request, approve=True)
     paths = ws.run(name)
     produced = [paths.plan_file, *([paths.dataset / "dataset.json", paths.dataset / "holdout.jsonl"] if from_folder

@@ -31,8 +31,8 @@ from ltx_pipeline.request import (
 from ltx_pipeline.store import Run, Store, saved_id
 from ltx_pipeline.workspace import Workspace, validate_run_name
 
-__all__ = ["drive_run", "existing_path", "gate_name", "latest_run_name", "open_workspace", "prepare_run",
-           "with_request_file"]
+__all__ = ["drive_run", "existing_path", "find_workspace", "gate_name", "latest_run_name", "open_workspace",
+           "prepare_run", "with_request_file"]
 
 
 def with_request_file(request_file: Path | None, options: dict[str, Any]) -> dict[str, Any]:
@@ -61,15 +61,30 @@ def open_workspace(workspace: Path | None) -> tuple[Workspace, Store]:
     return ws, Store.open(ws.store)
 
 
-def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict[str, Any], *,
-                check_gpu: bool = True) -> tuple[Run, RunRequest]:
+def find_workspace(workspace: Path | None) -> tuple[Workspace, Store | None]:
+    """The workspace and its store when it has one (upgraded to the newest schema), else None.
+
+    Creates nothing: a command refused before it has anything to record leaves the workspace as it found
+    it (no ``ltx-pipeline.db``, no folder). ``prepare_run`` creates both once a new run is accepted.
+    """
+    ws = Workspace.at(workspace)
+    return ws, (Store.open(ws.store) if ws.has_store() else None)
+
+
+def prepare_run(ws: Workspace, store: Store | None, run_name: str | None, options: dict[str, Any], *,
+                check_gpu: bool = True) -> tuple[Store, Run, RunRequest]:
     """Create the run, or update an existing one's run.yaml with the options given.
 
     With ``check_gpu`` (every caller that goes on to drive the run), a GPU probe that could not even
     start (no nvidia-smi for the ltx backend, a broken ``--nvidia-smi``, a malformed ``--assume-gpu``)
-    is refused here, before the run is created or changed, so that no failed run is left behind.
+    is refused here, before the run is created or changed, so that no failed run is left behind. A new
+    run's workspace and store (``store`` None: there is none yet) are created only once its request passed.
+
+    Returns:
+        The store (opened here when ``store`` was None), the run and its request.
     """
-    existing = store.get_run(run_name) if run_name else None  # no stored run has a name validation refuses
+    # No stored run has a name validation refuses.
+    existing = store.get_run(run_name) if store is not None and run_name else None
     if existing is None:
         if "dataset" not in options:
             if run_name is not None:
@@ -81,11 +96,15 @@ def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict
             check_gpu_probe(request.backend, request.assume_gpu, request.nvidia_smi)
         name = run_name or default_run_name(request)
         paths = ws.run(name)
+        if store is None:
+            ws.create()
+            store = Store.open(ws.store)
         found = store.get_run(name)
         if found is None:
             save_request(paths.request_file, request, ws.root)
-            return store.create_run(name, request.model_dump(mode="json")), request
+            return store, store.create_run(name, request.model_dump(mode="json")), request
         existing = found
+    assert store is not None  # an existing run was found in it
     paths = ws.run(existing.name)
     request = load_request(paths.request_file)
     trained = _trained(store, existing, {**request.model_dump(mode="json"), **options})
@@ -97,7 +116,7 @@ def prepare_run(ws: Workspace, store: Store, run_name: str | None, options: dict
         check_gpu_probe(request.backend, request.assume_gpu, request.nvidia_smi)
     if options or continued is not request:
         save_request(paths.request_file, continued, ws.root)
-    return existing, continued
+    return store, existing, continued
 
 
 def _trained(store: Store, run: Run, asked: dict[str, Any]) -> int | None:
@@ -181,8 +200,9 @@ def gate_name(phase: str | None) -> str:
     return "Captions" if phase == "prepare" else "Plan"
 
 
-def latest_run_name(store: Store) -> str:
-    runs = store.list_runs()
+def latest_run_name(store: Store | None) -> str:
+    """The name of the run updated last (None: the workspace has no store yet, so no runs)."""
+    runs = store.list_runs() if store is not None else []
     if not runs:
         raise BadRequest("This workspace has no runs", where="--workspace", fix="start one with `ltx-pipeline run`")
     return max(runs, key=lambda r: r.updated_at).name

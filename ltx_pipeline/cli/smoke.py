@@ -42,14 +42,19 @@ def smoke(workspace: WorkspaceOpt = None,
           as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
     """Run your trainer checkout end to end on a tiny random model (about a minute): PASS, or why not and the fix."""
     from ltx_pipeline.cli.config_tools import ltx_backend
-    from ltx_pipeline.errors import EXIT_FAILED, EXIT_OK, RunFailed
+    from ltx_pipeline.errors import EXIT_FAILED, EXIT_OK, BadInput, RunFailed
     from ltx_pipeline.workspace import Workspace
 
     modes = _modes(mode or ["t2v"])
     backend = ltx_backend(trainer_root, trainer_python)
-    finding = backend.environment_problem()  # a missing checkout or interpreter: one line, before anything
+    checkout = backend.root  # none given, or not a checkout: bad input (exit 2), naming --trainer-root and LTX2_ROOT
+    finding = backend.environment_problem()  # an unsynced checkout or a missing interpreter: one line, before anything
+    if finding is not None and finding.code == "trainer_python_missing":
+        raise BadInput(f"--trainer-python {backend.python} is not an executable file", where="--trainer-python",
+                       fix="pass the python of the venv or conda env where ltx-trainer is installed "
+                           "(e.g. ENV/bin/python)")
     if finding is not None:
-        raise RunFailed(f"The trainer cannot run: {finding.message}", where="--trainer-root / --trainer-python",
+        raise RunFailed(f"The trainer cannot run: {finding.message}", where=f"--trainer-root {checkout}",
                         fix="see the message; then run `ltx-pipeline smoke` again")
     ws = Workspace.at(workspace)
     (ws.root / "smoke").mkdir(parents=True, exist_ok=True)

@@ -43,6 +43,9 @@ def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
     store = Store.open(ws.store)
     runs = store.list_runs()
     run = store.get_run(run_name) if run_name else max(runs, key=lambda r: r.updated_at, default=None)
+    if run is None and run_name is None:
+        raise BadRequest("This workspace has no runs", where=f"--workspace {ws.root}",
+                         fix="start one with `ltx-pipeline run`")
     if run is None:
         raise BadRequest(f"No run named {run_name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
     journal = RunJournal(store, saved_id(run), "train")

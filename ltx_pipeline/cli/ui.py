@@ -62,14 +62,21 @@ def ui(workspace: WorkspaceOpt = None,
 
 
 def _announce(root: Path, host: str, port: int, token: str | None) -> None:
-    """The URL, printed once (with the token, which is never shown again), and how to reach a loopback bind."""
+    """The URL, printed once (with the token, which is never shown again), and how to reach a loopback bind.
+
+    A wildcard bind (0.0.0.0, ::) is no address to open: its URLs name this machine as others may reach it
+    (hostname, full name, each interface's address), the first on the "Serving" line, the others below it.
+    """
     import socket
 
     from ltx_pipeline.cli.console import out
+    from ltx_pipeline.ui.serve import reachable_hosts
 
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
-    out.print(f"Serving {root} read-only at {url}  (Ctrl-C stops)", markup=False)
+    urls = [f"http://{f'[{name}]' if ':' in name else name}:{port}/" + (f"?token={token}" if token else "")
+            for name in reachable_hosts(host)]
+    out.print(f"Serving {root} read-only at {urls[0]}  (Ctrl-C stops)", markup=False)
+    for url in urls[1:]:
+        out.print(f"  also at {url}", markup=False)
     if token:
         out.print("Every request needs this token: open the URL above once, or send 'Authorization: Bearer "
                   "<token>'. It is shown only now.", markup=False)

@@ -13,6 +13,19 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ltx_pipeline.cli.options import RequestFileOpt, RunOpt, WorkspaceOpt
+from ltx_pipeline.cli.run_help import (
+    AUDIO,
+    AUTOTUNE,
+    BACKENDS,
+    CAPTIONERS,
+    MODE_NAMES,
+    PANELS,
+    STRATEGIES,
+    TRAINING_MODES,
+    VALIDATION_MEDIA,
+    choices,
+    default,
+)
 
 if TYPE_CHECKING:
     from ltx_pipeline.store import Store
@@ -23,84 +36,130 @@ if TYPE_CHECKING:
 
 __all__ = ["approve", "init", "resume", "run", "status"]
 
+_DATA, _TRAINING, _TRAINER = PANELS["data"], PANELS["training"], PANELS["trainer"]
+_AUTOTUNE, _EVALUATION = PANELS["autotune"], PANELS["evaluation"]
+
 
 def run(
     workspace: WorkspaceOpt = None,
     run_name: RunOpt = None,
     request_file: RequestFileOpt = None,
-    dataset: Annotated[Path | None, typer.Option(help="Metadata file, clips folder or .precomputed folder.")] = None,
-    mode: Annotated[str | None, typer.Option(help="t2v, i2v, v2v, a2v, v2a, t2a, a2a, av2av, "
-                                             "video-extend, video-suffix, video-inpaint, video-outpaint, "
-                                             "audio-extend, audio-suffix, audio-inpaint.")] = None,
-    training_mode: Annotated[str | None, typer.Option(help="lora or full.")] = None,
-    strategy: Annotated[str | None, typer.Option(help="single, mixed or chain.")] = None,
-    buckets: Annotated[str | None, typer.Option(help='Resolution buckets "WxHxF;WxHxF".')] = None,
-    rank: Annotated[int | None, typer.Option(help="LoRA rank (alpha = rank).")] = None,
-    steps: Annotated[int | None, typer.Option(help="Optimizer steps per stage.")] = None,
-    learning_rate: Annotated[float | None, typer.Option(help="Learning rate (first stage).")] = None,
-    effective_batch: Annotated[int | None, typer.Option(help="Samples per optimizer step, all GPUs.")] = None,
-    trigger: Annotated[str | None, typer.Option(help="Trigger word.")] = None,
-    trainer_root: Annotated[Path | None, typer.Option(help="LTX-2 checkout (default $LTX2_ROOT).")] = None,
+    dataset: Annotated[Path | None, typer.Option(help="Metadata file, clips folder or .precomputed folder.",
+                                                 rich_help_panel=_DATA)] = None,
+    mode: Annotated[str | None, typer.Option(metavar="<mode>", help="Training mode, one of "
+                                             + ", ".join(MODE_NAMES) + "." + default("mode"),
+                                             rich_help_panel=_TRAINING)] = None,
+    training_mode: Annotated[str | None, typer.Option(metavar=choices(TRAINING_MODES), help="A LoRA, or a full "
+                                                      "fine-tune." + default("training_mode"),
+                                                      rich_help_panel=_TRAINING)] = None,
+    strategy: Annotated[str | None, typer.Option(metavar=choices(STRATEGIES), help="One bucket, several mixed in "
+                                                 "one training, or one stage per bucket." + default("strategy"),
+                                                 rich_help_panel=_TRAINING)] = None,
+    buckets: Annotated[str | None, typer.Option(help='Resolution buckets "WxHxF;WxHxF".' + default("buckets"),
+                                                rich_help_panel=_TRAINING)] = None,
+    rank: Annotated[int | None, typer.Option(help="LoRA rank (alpha = rank)." + default("rank"),
+                                             rich_help_panel=_TRAINING)] = None,
+    steps: Annotated[int | None, typer.Option(help="Optimizer steps per stage." + default("steps"),
+                                              rich_help_panel=_TRAINING)] = None,
+    learning_rate: Annotated[float | None, typer.Option(help="Learning rate (first stage)."
+                                                        + default("learning_rate"), rich_help_panel=_TRAINING)] = None,
+    effective_batch: Annotated[int | None, typer.Option(help="Samples per optimizer step, all GPUs."
+                                                        + default("effective_batch"),
+                                                        rich_help_panel=_TRAINING)] = None,
+    trigger: Annotated[str | None, typer.Option(help="Trigger word (default: none).", rich_help_panel=_TRAINING)
+                       ] = None,
+    trainer_root: Annotated[Path | None, typer.Option(help="LTX-2 checkout." + default("trainer_root"),
+                                                      rich_help_panel=_TRAINER)] = None,
     trainer_python: Annotated[Path | None, typer.Option(help="Python of an environment where ltx-trainer is "
                                                         "installed (venv or conda): runs the trainer's scripts "
-                                                        "instead of `uv run`.")] = None,
-    model_path: Annotated[str | None, typer.Option(help="Local LTX checkpoint .safetensors.")] = None,
-    text_encoder_path: Annotated[str | None, typer.Option(help="Local Gemma text-encoder folder.")] = None,
-    backend: Annotated[str | None, typer.Option(help="Trainer backend: ltx, reference or simulated.")] = None,
-    surface: Annotated[Path | None, typer.Option(help="Cost surface YAML for --backend simulated.")] = None,
-    assume_gpu: Annotated[str | None, typer.Option(help='Plan for "NAME,MEMORY_MIB[,COUNT]".')] = None,
-    nvidia_smi: Annotated[str | None, typer.Option(help="nvidia-smi executable to use.")] = None,
-    accept_risk: Annotated[bool | None, typer.Option("--accept-risk", help="Continue below 32 GB.")] = None,
+                                                        "instead of `uv run`.", rich_help_panel=_TRAINER)] = None,
+    model_path: Annotated[str | None, typer.Option(help="Local LTX checkpoint .safetensors.",
+                                                   rich_help_panel=_TRAINER)] = None,
+    text_encoder_path: Annotated[str | None, typer.Option(help="Local Gemma text-encoder folder.",
+                                                          rich_help_panel=_TRAINER)] = None,
+    backend: Annotated[str | None, typer.Option(metavar=choices(BACKENDS), help="Trainer backend: the LTX-2 "
+                                                "trainer, the toy reference trainer, or a simulated one."
+                                                + default("backend"), rich_help_panel=_TRAINER)] = None,
+    surface: Annotated[Path | None, typer.Option(help="Cost surface YAML for --backend simulated.",
+                                                 rich_help_panel=_TRAINER)] = None,
+    assume_gpu: Annotated[str | None, typer.Option(help='Plan for "NAME,MEMORY_MIB[,COUNT]" instead of the GPUs '
+                                                   "found.", rich_help_panel=_TRAINER)] = None,
+    nvidia_smi: Annotated[str | None, typer.Option(help="nvidia-smi executable to use.", rich_help_panel=_TRAINER)
+                          ] = None,
+    accept_risk: Annotated[bool | None, typer.Option("--accept-risk", help="Continue below 32 GB.",
+                                                     rich_help_panel=_TRAINER)] = None,
     fresh_preprocess: Annotated[bool | None, typer.Option(
-        "--fresh-preprocess", help="Ignore an existing .precomputed; preprocess into the run's folder.")] = None,
-    headroom: Annotated[float | None, typer.Option(help="Autotune VRAM headroom (default 0.05).")] = None,
-    autotune: Annotated[str | None, typer.Option(help="on: sweep for the fastest config that fits (default); "
-                                                 "off: train with the plan's baseline config as is.")] = None,
-    audio: Annotated[str | None, typer.Option(help="auto: train audio when every clip has sound, video only when "
-                                              "none has (default); on: audio and video, silent clips left out; "
-                                              "off: video only on every clip (t2v, i2v, video-extend, "
-                                              "video-suffix).")] = None,
+        "--fresh-preprocess", help="Ignore an existing .precomputed; preprocess into the run's folder.",
+        rich_help_panel=_DATA)] = None,
+    headroom: Annotated[float | None, typer.Option(help="Autotune VRAM headroom: peak VRAM stays under capacity x "
+                                                   "(1 - headroom)." + default("headroom"),
+                                                   rich_help_panel=_AUTOTUNE)] = None,
+    autotune: Annotated[str | None, typer.Option(metavar=choices(AUTOTUNE), help="on: sweep for the fastest config "
+                                                 "that fits; off: train with the plan's baseline config as is."
+                                                 + default("autotune"), rich_help_panel=_AUTOTUNE)] = None,
+    audio: Annotated[str | None, typer.Option(metavar=choices(AUDIO), help="auto: train audio when every clip has "
+                                              "sound, video only when none has; on: audio and video, silent clips "
+                                              "left out; off: video only on every clip (t2v, i2v, video-extend, "
+                                              "video-suffix)." + default("audio"), rich_help_panel=_DATA)] = None,
     validation_media: Annotated[str | None, typer.Option(
+        metavar=choices(VALIDATION_MEDIA),
         help="Where validation conditions (first frame, audio, reference, mask) come from when no row of your "
-             "data can give them: auto: from your rows, else the plan stops and asks (default); without: the "
-             "prompts alone; none: no validation during training.")] = None,
-    processes: Annotated[int | None, typer.Option(help="Training processes per node (default: one per GPU).")] = None,
-    nodes: Annotated[int | None, typer.Option(help="Machines training together (default 1); this one is rank 0, "
-                                              "the others run `ltx-pipeline node-launch`.")] = None,
+             "data can give them: auto: from your rows, else the plan stops and asks; without: the prompts alone; "
+             "none: no validation during training." + default("validation_media"),
+        rich_help_panel=_TRAINING)] = None,
+    processes: Annotated[int | None, typer.Option(help="Training processes per node." + default("processes"),
+                                                  rich_help_panel=_TRAINER)] = None,
+    nodes: Annotated[int | None, typer.Option(help="Machines training together; this one is rank 0, the others "
+                                              "run `ltx-pipeline node-launch`." + default("nodes"),
+                                              rich_help_panel=_TRAINER)] = None,
     main_ip: Annotated[str | None, typer.Option(help="This (rank-0) machine's address, reachable from the other "
-                                                "nodes (needed with --nodes 2 or more).")] = None,
-    main_port: Annotated[int | None, typer.Option(help="Rendezvous port on this machine (default 29500).")] = None,
-    checkpoint_interval: Annotated[int | None, typer.Option(help="Steps between checkpoints (default 250).")] = None,
-    validation_interval: Annotated[int | None, typer.Option(help="Steps between validations (default 100).")] = None,
-    captioner: Annotated[str | None, typer.Option(help="Captions for clips without one: offline (measured facts; "
-                                                  "reference/simulated default), qwen_omni (ltx default) or "
-                                                  "gemini_flash.")] = None,
-    vllm_url: Annotated[str | None, typer.Option(help="qwen_omni's vLLM server (default: the trainer "
-                                                 "script's).")] = None,
-    holdout: Annotated[int | None, typer.Option(help="Samples to hold out (default ~10 % from 8 samples; "
-                                                "0: none).")] = None,
+                                                "nodes (needed with --nodes 2 or more).",
+                                                rich_help_panel=_TRAINER)] = None,
+    main_port: Annotated[int | None, typer.Option(help="Rendezvous port on this machine." + default("main_port"),
+                                                  rich_help_panel=_TRAINER)] = None,
+    checkpoint_interval: Annotated[int | None, typer.Option(help="Steps between checkpoints."
+                                                            + default("checkpoint_interval"),
+                                                            rich_help_panel=_TRAINING)] = None,
+    validation_interval: Annotated[int | None, typer.Option(help="Steps between validations."
+                                                            + default("validation_interval"),
+                                                            rich_help_panel=_TRAINING)] = None,
+    captioner: Annotated[str | None, typer.Option(metavar=choices(CAPTIONERS), help="Captions for clips without "
+                                                  "one: offline (measured facts), qwen_omni (a local Qwen-Omni "
+                                                  "through vLLM) or gemini_flash." + default("captioner"),
+                                                  rich_help_panel=_DATA)] = None,
+    vllm_url: Annotated[str | None, typer.Option(help="qwen_omni's vLLM server (the trainer script's default)."
+                                                 + default("vllm_url"), rich_help_panel=_DATA)] = None,
+    holdout: Annotated[int | None, typer.Option(help="Samples to hold out (0: none)." + default("holdout"),
+                                                rich_help_panel=_DATA)] = None,
     holdout_file: Annotated[Path | None, typer.Option(help="Your own holdout rows (.json/.jsonl), used as "
-                                                      "they are.")] = None,
+                                                      "they are.", rich_help_panel=_DATA)] = None,
     split_over: Annotated[float | None, typer.Option(help="Deprecated, ignored: every video is looked at for "
-                                                     "scene cuts, whatever its length.")] = None,
+                                                     "scene cuts, whatever its length.", rich_help_panel=_DATA)
+                          ] = None,
     min_scene: Annotated[float | None, typer.Option(help="Deprecated, ignored: scenes shorter than the smallest "
-                                                    "bucket are dropped and listed.")] = None,
+                                                    "bucket are dropped and listed.", rich_help_panel=_DATA)] = None,
     eval_prompt: Annotated[list[str] | None, typer.Option(
         "--eval-prompt", help="An out-of-distribution prompt for the evaluation renders (repeat for more; "
-        "default: 3 generic prompts with the trigger word).")] = None,
+        "default: 3 generic prompts with the trigger word).", rich_help_panel=_EVALUATION)] = None,
     skip_eval: Annotated[bool | None, typer.Option("--skip-eval", help="Finish without the evaluation "
-                                                   "renders (recorded as skipped).")] = None,
+                                                   "renders (recorded as skipped).",
+                                                   rich_help_panel=_EVALUATION)] = None,
     slurm: Annotated[bool | None, typer.Option("--slurm", help="Submit each training stage to SLURM (sbatch of "
-                                               "<run>/slurm/train*.sbatch) instead of launching it here.")] = None,
+                                               "<run>/slurm/train*.sbatch) instead of launching it here.",
+                                               rich_help_panel=_TRAINER)] = None,
     slurm_arg: Annotated[list[str] | None, typer.Option(
         "--slurm-arg", help="An #SBATCH option for the job script, verbatim (repeat for more), e.g. "
-        "--slurm-arg=--partition=gpu --slurm-arg=--time=24:00:00.")] = None,
+        "--slurm-arg=--partition=gpu --slurm-arg=--time=24:00:00.", rich_help_panel=_TRAINER)] = None,
     approve: Annotated[bool, typer.Option("--approve", help="Approve every gate (the plan, then the captions) "
                                           "as soon as it is reached.")] = False,
     detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
 ) -> int:
-    """Create (or update) a run and drive it: probe, plan, then stop for approval."""
-    from ltx_pipeline.cli.driving import drive_run, open_workspace, prepare_run, with_request_file
+    """Create (or update) a run and drive it: probe, plan, then stop for approval.
+
+    Options left out keep run.yaml's value for an existing run; the defaults shown are a new run's. Values
+    are checked with the whole request, every problem reported at once.
+    """
+    from ltx_pipeline.cli.driving import drive_run, find_workspace, prepare_run, with_request_file
     from ltx_pipeline.cli.request_options import RequestOptions
     from ltx_pipeline.engine.options import RunOptions
 
@@ -116,8 +175,8 @@ def run(
         checkpoint_interval=checkpoint_interval, validation_interval=validation_interval, captioner=captioner,
         vllm_url=vllm_url, holdout=holdout, holdout_file=holdout_file, eval_prompts=eval_prompt,
         skip_eval=skip_eval, slurm=slurm, slurm_args=slurm_arg).given()
-    ws, store = open_workspace(workspace)
-    run_row, request = prepare_run(ws, store, run_name, with_request_file(request_file, given))
+    ws, found = find_workspace(workspace)  # nothing is written before the request is accepted
+    store, run_row, request = prepare_run(ws, found, run_name, with_request_file(request_file, given))
     return drive_run(ws, store, run_row, request, approve, RunOptions(detach=detach))
 
 
@@ -126,10 +185,10 @@ def _deprecated_scene_options(split_over: float | None, min_scene: float | None)
     from ltx_pipeline.cli.console import err
 
     if split_over is not None:
-        err.print("Warning: --split-over is deprecated and ignored: every video is now looked at for scene cuts, "
+        err.print("warning: --split-over is deprecated and ignored: every video is now looked at for scene cuts, "
                   "whatever its length, and plan.md lists what was found; drop the option.", markup=False)
     if min_scene is not None:
-        err.print("Warning: --min-scene is deprecated and ignored: cuts are never merged away; scenes shorter than "
+        err.print("warning: --min-scene is deprecated and ignored: cuts are never merged away; scenes shorter than "
                   "the smallest bucket's frames are dropped and listed in plan.md; drop the option.", markup=False)
 
 
@@ -138,21 +197,24 @@ def init(
     run_name: RunOpt = None,
     request_file: RequestFileOpt = None,
     dataset: Annotated[Path | None, typer.Option(help="Metadata file, clips folder or .precomputed folder.")] = None,
-    mode: Annotated[str | None, typer.Option(help="Training mode (see `run --help`).")] = None,
-    strategy: Annotated[str | None, typer.Option(help="single, mixed or chain.")] = None,
+    mode: Annotated[str | None, typer.Option(metavar="<mode>", help="Training mode (see `run --help`)."
+                                             + default("mode"))] = None,
+    strategy: Annotated[str | None, typer.Option(metavar=choices(STRATEGIES), help="One bucket, several mixed in "
+                                                 "one training, or one stage per bucket." + default("strategy"))
+                        ] = None,
     buckets: Annotated[str | None, typer.Option(help='Resolution buckets "WxHxF;WxHxF".')] = None,
 ) -> int:
     """Create a run and its run.yaml without running anything; edit run.yaml, then `resume`."""
     from ltx_pipeline.cli.console import out
-    from ltx_pipeline.cli.driving import open_workspace, prepare_run, with_request_file
+    from ltx_pipeline.cli.driving import find_workspace, prepare_run, with_request_file
     from ltx_pipeline.cli.request_options import RequestOptions
     from ltx_pipeline.errors import EXIT_OK, BadRequest
 
     options = RequestOptions(dataset=dataset, mode=mode, strategy=strategy, buckets=buckets).given()
-    ws, store = open_workspace(workspace)
-    if run_name and store.get_run(run_name):
+    ws, store = find_workspace(workspace)  # nothing is written before the request is accepted
+    if run_name and store is not None and store.get_run(run_name):
         raise BadRequest(f"Run {run_name} already exists", where="--run", fix="choose another name or use `resume`")
-    run_row, _ = prepare_run(ws, store, run_name, with_request_file(request_file, options), check_gpu=False)
+    _, run_row, _ = prepare_run(ws, store, run_name, with_request_file(request_file, options), check_gpu=False)
     out.print(f"Created run {run_row.name}: {ws.run(run_row.name).request_file}", markup=False)
     return EXIT_OK
 
@@ -173,17 +235,17 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
                                                           "the evaluation renders; saved in run.yaml.")] = None,
            ) -> int:
     """Continue a run where it stopped, re-running only what changed (run.yaml is re-read)."""
-    from ltx_pipeline.cli.driving import drive_run, latest_run_name, open_workspace, prepare_run
+    from ltx_pipeline.cli.driving import drive_run, find_workspace, latest_run_name, prepare_run
     from ltx_pipeline.engine.options import RunOptions
     from ltx_pipeline.errors import BadRequest
 
-    ws, store = open_workspace(workspace)
-    name = run_name or latest_run_name(store)
-    if store.get_run(name) is None:
+    ws, found = find_workspace(workspace)
+    name = run_name or latest_run_name(found)
+    if found is None or found.get_run(name) is None:
         raise BadRequest(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
     updates: dict[str, object] = {"accept_risk": True} if accept_risk else {}
     updates.update(_eval_options(eval_prompt, skip_eval))
-    run_row, request = prepare_run(ws, store, name, updates)
+    store, run_row, request = prepare_run(ws, found, name, updates)
     return drive_run(ws, store, run_row, request, approve,
                      RunOptions(detach=detach, apply_fix=apply_fix, restart_training=restart_training))
 
@@ -191,15 +253,15 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
 def approve(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> int:
     """Approve the run's current plan.md (by its content hash) so heavy phases may run."""
     from ltx_pipeline.cli.console import out
-    from ltx_pipeline.cli.driving import gate_name, latest_run_name, open_workspace
+    from ltx_pipeline.cli.driving import find_workspace, gate_name, latest_run_name
     from ltx_pipeline.engine import approve_plan
     from ltx_pipeline.errors import EXIT_OK, BadRequest
     from ltx_pipeline.store import saved_id
 
-    ws, store = open_workspace(workspace)
+    ws, store = find_workspace(workspace)
     name = run_name or latest_run_name(store)
-    run_row = store.get_run(name)
-    if run_row is None:
+    run_row = store.get_run(name) if store is not None else None
+    if store is None or run_row is None:
         raise BadRequest(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
     subject, new = approve_plan(store, run_row, approved_by="approve command")
     rows = store.latest_phase_runs(saved_id(run_row)).values()

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import event, func, text
+from sqlalchemy import delete, event, func, text
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
@@ -158,6 +158,27 @@ class Store:
     def list_runs(self) -> list[Run]:
         with self._session() as s:
             return list(s.exec(select(Run).order_by(col(Run.created_at), col(Run.id))))
+
+    def delete_run(self, run_id: int) -> dict[str, int]:
+        """Delete a run and every row that belongs to it, in one transaction; return the rows deleted per table.
+
+        Media facts stay: they describe files (by path, size and mtime), not runs, and other runs read them.
+        """
+        counts: dict[str, int] = {}
+        with self._session() as s:
+            _get(s, Run, run_id)
+            # Children first: the foreign keys are checked on each statement. One statement a table, so a
+            # run of many metrics is deleted without loading them.
+            for name, statement in (
+                    ("events", delete(Event).where(col(Event.run_id) == run_id)),
+                    ("approvals", delete(Approval).where(col(Approval.run_id) == run_id)),
+                    ("processes", delete(Process).where(col(Process.run_id) == run_id)),
+                    ("metrics", delete(Metric).where(col(Metric.run_id) == run_id)),
+                    ("checkpoints", delete(Checkpoint).where(col(Checkpoint.run_id) == run_id)),
+                    ("phase_runs", delete(PhaseRun).where(col(PhaseRun.run_id) == run_id)),
+                    ("runs", delete(Run).where(col(Run.id) == run_id))):
+                counts[name] = s.exec(statement).rowcount
+        return counts
 
     def update_request(self, run_id: int, request: dict[str, Any]) -> None:
         with self._session() as s:

@@ -17,7 +17,9 @@ from ltx_pipeline.errors import BadInput
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
-__all__ = ["is_loopback", "listen", "new_token", "run"]
+__all__ = ["is_loopback", "listen", "new_token", "reachable_hosts", "run"]
+
+_WILDCARDS = ("0.0.0.0", "::", "")
 
 
 def is_loopback(host: str) -> bool:
@@ -28,6 +30,30 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def reachable_hosts(host: str) -> list[str]:
+    """The names other machines may open a bind on ``host`` by: ``host`` itself, unless it is a wildcard.
+
+    0.0.0.0 (every IPv4 interface) and :: (every interface) are no address a browser can open: for them,
+    this machine's hostname, its fully qualified name and each non-loopback, non-link-local address of its
+    interfaces (IPv4 for 0.0.0.0, both families for ::), in that order and without repeats. Which of them
+    another machine reaches depends on its network, so the caller prints them all.
+    """
+    if host.strip("[]") not in _WILDCARDS:
+        return [host]
+    import psutil  # already the engine's (process liveness); standard sockets cannot list interface addresses
+
+    families = (socket.AF_INET,) if host == "0.0.0.0" else (socket.AF_INET, socket.AF_INET6)
+    names = [socket.gethostname(), socket.getfqdn()]
+    for addresses in psutil.net_if_addrs().values():
+        for address in addresses:
+            if address.family in families:
+                ip = ipaddress.ip_address(address.address.split("%", 1)[0])
+                if not (ip.is_loopback or ip.is_link_local or ip.is_unspecified):
+                    names.append(str(ip))
+    found = [name for name in dict.fromkeys(names) if name and name != "localhost"]
+    return found or [host]
 
 
 def new_token() -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +28,8 @@ if TYPE_CHECKING:  # types only: optuna itself is imported inside the functions 
     from optuna.storages import RDBStorage
     from optuna.trial import FrozenTrial
 
-__all__ = ["ORPHAN_REASON", "ask_trial", "distributions", "fail_orphan", "finished_results", "open_study",
-           "orphans", "record_pruned", "tell_result"]
+__all__ = ["ORPHAN_REASON", "ask_trial", "delete_run_studies", "distributions", "fail_orphan", "finished_results",
+           "open_study", "orphans", "record_pruned", "tell_result"]
 
 ORPHAN_REASON = "orphaned: the engine stopped while it ran"
 _MEASURES = ("step_time_s", "peak_vram_gb", "validation_peak_vram_gb", "seconds", "host_ram_gb")
@@ -240,3 +241,23 @@ def record_memory_miss(storage_file: str, study_name: str, miss: dict[str, Any])
 
     study = optuna.load_study(study_name=study_name, storage=rdb_storage(storage_file))
     study.set_user_attr("memory_model_misses", [*(study.user_attrs.get("memory_model_misses") or []), miss])
+
+
+def delete_run_studies(workspace: Path, run_name: str) -> list[str]:
+    """Delete the run's studies (``<run>-autotune``, ``<run>-autotune-2``...; ``open_study`` names them so, and
+    no other run's name gives one of these) from the workspace's study storage; return their names.
+
+    A workspace whose storage was never created (no ``optuna.db``) has none, and nothing is created.
+    """
+    storage = storage_for(workspace)
+    if storage.startswith("sqlite:///") and not Path(storage.removeprefix("sqlite:///")).is_file():
+        return []
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    rdb = rdb_storage(storage)
+    own = re.compile(re.escape(f"{run_name}-autotune") + r"(-[0-9]+)?")
+    names = [s.study_name for s in optuna.get_all_study_summaries(rdb) if own.fullmatch(s.study_name)]
+    for name in names:
+        optuna.delete_study(study_name=name, storage=rdb)
+    return names
