@@ -28,7 +28,12 @@ from ltx_pipeline.trainer_log._detect import (
     stale_embeddings_failure,
 )
 from ltx_pipeline.trainer_log._events import ErrorSignal, Event, StepEvent
-from ltx_pipeline.trainer_log._generic import config_parse_failure, empty_dataset_failure, signal_from_launcher
+from ltx_pipeline.trainer_log._generic import (
+    config_parse_failure,
+    empty_dataset_failure,
+    signal_from_launcher,
+    silent_death_while_loading,
+)
 from ltx_pipeline.trainer_log._grammar import parse_lines
 from ltx_pipeline.trainer_log._kinds import FAILURE_KINDS, ConfigChange, FixStep
 from ltx_pipeline.trainer_log._launcher import failed_rank_from_summary, strip_launcher_prefixes
@@ -148,6 +153,8 @@ def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], st
         return Failure("host_oom", killer.text, fix=_host_oom_fix(config, kernel=True))
     if killed := last("killed") or last("worker_killed") or last("host_memory"):
         return Failure("host_oom", killed.text, fix=_host_oom_fix(config, kernel=False))
+    if exit_code is None and signal is None and not signals and (silent := silent_death_while_loading(lines)):
+        return Failure(silent.kind, silent.evidence, fix=silent.fix)
     if signal == SIGKILL or exit_code in (128 + SIGKILL, -SIGKILL):
         # No out-of-memory line: who sent the signal is not in the log, so it is not guessed.
         return Failure("killed", f"killed (SIGKILL): by a user, or the kernel's OOM killer (exit code {exit_code}, "

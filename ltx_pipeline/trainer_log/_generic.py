@@ -17,7 +17,7 @@ import re
 from ltx_pipeline.trainer_log._detect import Finding
 from ltx_pipeline.trainer_log._kinds import FixStep
 
-__all__ = ["config_parse_failure", "empty_dataset_failure", "signal_from_launcher"]
+__all__ = ["config_parse_failure", "empty_dataset_failure", "signal_from_launcher", "silent_death_while_loading"]
 
 _ARGPARSE_RE = re.compile(r"^\S+: error: (?:argument |unrecognized arguments|the following arguments are required|"
                           r"ambiguous option|invalid choice)")
@@ -81,3 +81,25 @@ def signal_from_launcher(lines: list[str]) -> int | None:
             if match := pattern.search(line):
                 return int(match.group(1))
     return None
+
+
+# A loading progress bar (tqdm's "Loading checkpoint shards:  20%|##  | 1/5 [...]") left unfinished as the log's
+# last line, with no traceback or error anywhere: Python printed nothing as it died. What kills a process silently
+# while it reads weights into host RAM is the kernel's OOM killer (or Windows' commit limit): the log's evidence is
+# the bar it stopped in.
+_LOADING_BAR_RE = re.compile(r"(?i)\bload\w*\b[^|\n]*?:?\s*\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\b")
+
+
+def silent_death_while_loading(lines: list[str]) -> Finding | None:
+    """The process vanished mid-way through loading weights, with no error printed: host memory ran out."""
+    tail = [ln.strip() for ln in lines if ln.strip()]
+    if not tail or any(ln.startswith("Traceback") or "Error" in ln for ln in tail):
+        return None
+    match = _LOADING_BAR_RE.search(tail[-1])
+    if match is None or int(match.group(1)) >= int(match.group(2)):
+        return None
+    return Finding("host_oom", tail[-1], [
+        FixStep(None, None, "The process died with no error while loading model weights into host RAM: that is the "
+                "kernel's OOM killer (`dmesg | grep -i 'killed process'`) or, on Windows, a page file too small for "
+                "the commit. Free RAM, add swap or page file, or load a smaller (quantized) checkpoint."),
+    ])

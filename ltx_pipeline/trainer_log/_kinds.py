@@ -27,7 +27,8 @@ class ConfigChange(NamedTuple):
     reason: str
 
 # ``host_oom`` needs the log's own evidence (the kernel's "Out of memory: Killed process N", a shell's
-# "Killed", a DataLoader worker killed, MemoryError); a bare SIGKILL is ``killed``: a user's ``kill -9``
+# "Killed", a DataLoader worker killed, MemoryError, or a log that stops with no error inside an unfinished
+# weight-loading bar when no exit status is known); a bare SIGKILL is ``killed``: a user's ``kill -9``
 # and the kernel's OOM killer look the same from the exit status alone.
 FAILURE_KINDS = ("oom_training", "oom_validation", "host_oom", "killed", "shm_bus_error", "nan_loss",
                  "config_error", "missing_files", "dependency_error", "dataset_error", "stale_embeddings",

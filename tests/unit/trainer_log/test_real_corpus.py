@@ -3,7 +3,8 @@
 ``tests/fixtures/trainer_logs/corpus/corpus.json`` names each log's thread, the cause the thread found, the
 failure kind that cause is, its split and its batch: a third of the logs (by a hash of their path, fixed before
 the classifier was first run on them) were held out while the classifier was generalised. Batch 2 was gathered
-after batch 1's work and first measured with the classifier frozen (its "unseen" figure, in corpus.json). Every
+after batch 1's work, batch 3 after batch 2's; each was first measured with the classifier frozen (its "unseen"
+figure, in corpus.json). Every
 build log must get its thread's cause; each batch's holdout must keep at least the figure measured once at the
 end. A log is read as ``diagnose LOG`` reads it: its failure tail, with no exit status given.
 """
@@ -22,10 +23,10 @@ CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "trainer_logs" / "co
 LOGS: list[dict[str, Any]] = json.loads((CORPUS / "corpus.json").read_text(encoding="utf-8"))["logs"]
 BUILD = [log for log in LOGS if log["split"] == "build"]
 HOLDOUT = [log for log in LOGS if log["split"] == "holdout"]
-# Per batch, measured once after that batch's build split passed: batch 1 8 of 8, batch 2 2 of 3.
-HOLDOUT_MEASURED = {"1": 8, "2": 2}
+# Per batch, measured once after that batch's build split passed: batch 1 8 of 8, batch 2 2 of 3, batch 3 3 of 6.
+HOLDOUT_MEASURED = {"1": 8, "2": 2, "3": 3}
 TRACKERS = ("Lightricks/", "ostris/ai-toolkit", "tdrussell/diffusion-pipe", "bghira/SimpleTuner", "kohya-ss/",
-            "bmaltais/kohya_ss", "bmaltais/musubi-tuner-gui")
+            "bmaltais/kohya_ss", "bmaltais/musubi-tuner-gui", "huggingface/finetrainers")
 
 
 def _kind(log: dict[str, Any]) -> str:
@@ -101,3 +102,26 @@ def test_front_ends_tags_are_stripped(prefix: str) -> None:
 ])
 def test_other_trainers_and_launchers_words(line: str, kind: str) -> None:
     assert classify_failure(None, None, [line]).kind == kind
+
+
+LOADING = "Loading checkpoint shards:  20%|##        | 1/5 [00:00<00:00,  4.55it/s]"
+
+
+def test_a_silent_death_mid_way_through_loading_weights_is_host_memory() -> None:
+    # No traceback, no error: the log stops inside an unfinished loading bar, as the OOM killer leaves it.
+    failure = classify_failure(None, None, ["Loading text encoder", LOADING])
+    assert (failure.kind, failure.evidence) == ("host_oom", LOADING)
+    assert "OOM killer" in failure.fix[0].reason
+
+
+@pytest.mark.parametrize("lines", [
+    ["Loading text encoder", "Loading checkpoint shards: 100%|##########| 5/5 [00:03<00:00,  1.52it/s]"],  # finished
+    ["Traceback (most recent call last):", LOADING],  # Python reported something: not a silent death
+    [LOADING, "RuntimeError: CUDA error: an illegal memory access was encountered"],
+])
+def test_a_finished_bar_or_a_printed_error_is_not_a_silent_death(lines: list[str]) -> None:
+    assert classify_failure(None, None, lines).kind != "host_oom"
+
+
+def test_an_unfinished_bar_with_an_exit_status_is_left_to_the_status() -> None:
+    assert classify_failure(None, 9, ["Loading text encoder", LOADING]).kind == "killed"
