@@ -159,6 +159,9 @@ def test_a_fresh_run_stores_what_the_untyped_phases_stored(workspace, clips_data
         assert row.outputs_version == model.SCHEMA_VERSION
         fresh = json.loads(json.dumps(row.outputs).replace(root, "/runs/b"))
         expected = dict(old[phase])
+        if phase == "config_patch":  # #43 added one patch since these rows were recorded: a LoRA's full resume state
+            for config in fresh["configs"]:
+                config["patches"] = [p for p in config["patches"] if p["path"] != "checkpoints.save_training_state"]
         if phase == "plan":  # plan.md names the run's folder: its hash differs with the folder
             fresh.pop("plan_hash"), expected.pop("plan_hash")
             assert fresh.pop("launch") == {"processes": 1, "distributed": "none", "reason": "one process per GPU (1)",
