@@ -39,6 +39,7 @@ launch's ``accelerate launch --num_processes``: the trainer's samples per optimi
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 from datetime import datetime
@@ -295,6 +296,22 @@ class RunRequest(BaseModel):
         if self.strategy == "chain" and len(stages) < 2:
             raise ValueError("strategy 'chain' needs at least two buckets, one per stage")
         return self
+
+    @classmethod
+    def field_defaults(cls) -> dict[str, Any]:
+        """Each field's default as ``model_dump(mode="json")`` writes it (required fields left out).
+
+        The engine reads it to compare fingerprints an earlier version wrote: a field added since, at its
+        default, reproduces the old behaviour (the rule every new field follows), so it changes nothing.
+        """
+        defaults: dict[str, Any] = {}
+        for name, info in cls.model_fields.items():
+            if info.is_required():
+                continue
+            value = info.get_default(call_default_factory=True)
+            defaults[name] = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+        plain: dict[str, Any] = json.loads(json.dumps(defaults, default=str))  # tuples as lists, as dumped
+        return plain
 
     def stages(self) -> list[tuple[Bucket, ...]]:
         """Buckets per training stage: one stage for single/mixed, one bucket per stage for chain."""

@@ -11,9 +11,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["canonical_json", "describe_changes", "digest", "file_digest"]
+__all__ = ["FINGERPRINT_SCHEMA", "SCHEMA_KEY", "canonical_json", "describe_changes", "digest", "file_digest",
+           "rerun_reasons"]
 
 _MAX_REASONS = 4
+
+#: What the fingerprint parts of this code mean. Bump it whenever a phase adds, drops or re-computes a part (or a
+#: request field it reads): parts written under another schema are then compared like with like (``rerun_reasons``),
+#: so an upgrade never reads what the code learned as something the user changed. 1: parts without the key.
+FINGERPRINT_SCHEMA = 2
+SCHEMA_KEY = "_schema"
 
 
 def canonical_json(value: Any) -> str:
@@ -42,6 +49,49 @@ def file_digest(path: Path, chunk: int = 1 << 20) -> str:
         return "sha256:" + hasher.hexdigest()
     except FileNotFoundError:
         return "missing"
+
+
+def rerun_reasons(old: dict[str, Any] | None, new: dict[str, Any], *,
+                  defaults: dict[str, Any] | None = None) -> list[str]:
+    """Why a phase whose stored parts are ``old`` must run again with ``new``; empty when its result still stands.
+
+    A request field that only ``new`` records, at its default (``defaults``: the request's field defaults by name),
+    is a field added since with the default that keeps the old behaviour: no change, under any schema. Parts an
+    earlier version wrote (another ``SCHEMA_KEY``, or none) are also compared like with like: a part or key only
+    one version records says nothing about the user's inputs; what both record must be equal. No stored parts:
+    it must run.
+    """
+    if not old:
+        return ["inputs changed"]
+    across = old.get(SCHEMA_KEY) != new.get(SCHEMA_KEY)
+    reasons: list[str] = []
+    _walk_parts(_without_schema(old), _without_schema(new), "", reasons, defaults or {}, across=across)
+    if len(reasons) > _MAX_REASONS:
+        reasons = reasons[:_MAX_REASONS] + [f"and {len(reasons) - _MAX_REASONS} more"]
+    return reasons
+
+
+def _without_schema(parts: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in parts.items() if key != SCHEMA_KEY}
+
+
+def _walk_parts(old: Any, new: Any, prefix: str, out: list[str], defaults: dict[str, Any], *, across: bool) -> None:
+    """``_walk``, where a key only one side has counts as ``rerun_reasons`` says."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        _walk(old, new, prefix, out)
+        return
+    for key in sorted(set(old) | set(new), key=str):
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if key in old and key in new:
+            if old[key] != new[key]:
+                _walk_parts(old[key], new[key], path, out, defaults, across=across)
+        elif key in new:
+            at_default = prefix != "" and key in defaults and new[key] == defaults[key]
+            if at_default or (across and not (prefix != "" and key in defaults)):
+                continue  # a field added since at its default, or a part only this version records
+            out.append(f"{path} added: {_show(new[key])}" if not across else f"{path} set: {_show(new[key])}")
+        elif not across:
+            out.append(f"{path} removed")
 
 
 def describe_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:

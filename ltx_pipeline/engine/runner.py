@@ -17,7 +17,7 @@ from enum import Enum
 from typing import Any
 
 from ltx_pipeline.engine.context import RunContext
-from ltx_pipeline.engine.fingerprint import describe_changes, digest
+from ltx_pipeline.engine.fingerprint import FINGERPRINT_SCHEMA, SCHEMA_KEY, digest, rerun_reasons
 from ltx_pipeline.engine.gates import current_gate
 from ltx_pipeline.engine.journal import RunJournal
 from ltx_pipeline.engine.lock import DriverLock
@@ -99,7 +99,8 @@ class Runner:
             previous = latest.get(phase.name)
             parts, fingerprint_error = self._fingerprint(phase, ctx)
             fingerprint = digest(parts)
-            reason = _why(previous, fingerprint, parts, reran) if fingerprint_error is None else "inputs unreadable"
+            reason = (_why(previous, fingerprint, parts, reran, _request_defaults(request))
+                      if fingerprint_error is None else "inputs unreadable")
             if reason is not None and phase.name in frozen and previous is not None:
                 # A live process of a later phase was launched from these outputs: changing them now
                 # would describe a run that is not the one running. Report, apply once it has ended.
@@ -191,7 +192,7 @@ class Runner:
     def _fingerprint(self, phase: Phase[Any],
                      ctx: RunContext[Any, Any]) -> tuple[dict[str, Any], LtxPipelineError | None]:
         try:
-            return phase.fingerprint(ctx), None
+            return {**phase.fingerprint(ctx), SCHEMA_KEY: FINGERPRINT_SCHEMA}, None
         except LtxPipelineError as exc:  # recorded as a failed attempt of this phase
             return {"error": exc.line()}, exc
 
@@ -230,8 +231,15 @@ def _stored(phase: Phase[Any], result: PhaseResult[Any]) -> StoredOutputs:
     return StoredOutputs.of(result.outputs)
 
 
-def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], reran: str | None) -> str | None:
-    """Why a phase must run, or None when its finished result still stands."""
+def _request_defaults(request: Any) -> dict[str, Any]:
+    """The request's field defaults by name (``RunRequest.field_defaults``), for parts an upgrade wrote."""
+    defaults = getattr(request, "field_defaults", None)
+    return dict(defaults()) if callable(defaults) else {}
+
+
+def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], reran: str | None,
+         defaults: dict[str, Any] | None = None) -> str | None:
+    """Why a phase must run, or None when its finished result still stands (an upgrade's new parts included)."""
     if previous is None:
         return "first run"
     if previous.status == "detached":
@@ -241,7 +249,10 @@ def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], rer
     if previous.status != "succeeded":
         return f"previous attempt {previous.attempt} {previous.status.replace('_', ' ')}"
     if previous.fingerprint != fingerprint:
-        return "; ".join(describe_changes(previous.fingerprint_parts, parts)) or "inputs changed"
+        # Parts an earlier version wrote are compared like with like: what it did not record is no change.
+        reasons = rerun_reasons(previous.fingerprint_parts, parts, defaults=defaults)
+        if reasons:
+            return "; ".join(reasons)
     if reran is not None:
         return f"upstream {reran} re-ran"
     return None
