@@ -125,7 +125,10 @@ class Runner:
                 result, stored = self._run_phase(run, phase, ctx, row, lifecycle, fingerprint_error)
                 upstream[phase.name] = stored
                 report.ran.append(phase.name)
-                reran = phase.name
+                if previous is None or previous.outputs is None or digest(stored.data) != digest(previous.outputs):
+                    # Only new outputs make the phases after it run again: a phase that ran (a changed
+                    # environment, an upgrade) and came to the same result leaves their work standing.
+                    reran = phase.name
                 if result.pending:
                     report.outcome = Outcome.DETACHED
                     return report

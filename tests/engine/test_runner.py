@@ -210,3 +210,30 @@ def test_a_phase_returning_another_outputs_type_than_it_declares_fails(setup) ->
     with pytest.raises(PhaseFailed, match="returned Other, not its declared Recorded"):
         Runner(store, ws, [Liar("probe")]).drive(run, Request())
     assert store.latest_phase_runs(run.id)["probe"].status == "failed"
+
+
+@dataclass
+class EnvironmentPhase(RecordingPhase):
+    """A probe whose fingerprint reads a setting its outputs do not depend on."""
+
+    setting: str = "a"
+
+    def fingerprint(self, ctx: RunContext) -> dict[str, Any]:
+        return {**super().fingerprint(ctx), "setting": self.setting}
+
+
+def test_a_phase_that_runs_again_to_the_same_result_leaves_the_later_phases_standing(setup) -> None:
+    """Only new outputs make the phases after a phase run again (#49): on main, "upstream probe re-ran" re-ran the
+    plan (voiding its approval) and everything after it, though the probe came to the same result."""
+    ws, store, run = setup
+    registry = [EnvironmentPhase("probe"), RecordingPhase("plan", approval=True), RecordingPhase("train", heavy=True)]
+    runner = Runner(store, ws, registry)
+    runner.drive(run, Request())
+    approve_plan(store, run, "test")
+    runner.drive(run, Request())
+    registry[0].setting = "b"
+    report = runner.drive(run, Request())
+    assert report.outcome is Outcome.FINISHED
+    assert report.ran == ["probe"] and report.skipped == ["plan", "train"]
+    assert store.latest_phase_runs(run.id)["probe"].reason == "setting: a -> b"
+    assert [len(p.calls) for p in registry] == [2, 1, 1]

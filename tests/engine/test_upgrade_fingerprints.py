@@ -100,3 +100,4 @@ def test_a_request_field_added_with_a_default_invalidates_nothing(workspace: Pat
     (workspace / "r1" / "run.yaml").write_text((workspace / "r1" / "run.yaml").read_text() + "new_knob: 5\n")
     main(["resume", "--workspace", str(workspace), "--run", "r1"])
     assert "probe runs: run request.new_knob added: 5" in capsys.readouterr().out
+
