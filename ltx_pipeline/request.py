@@ -39,7 +39,6 @@ launch's ``accelerate launch --num_processes``: the trainer's samples per optimi
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 from datetime import datetime
@@ -299,19 +298,8 @@ class RunRequest(BaseModel):
 
     @classmethod
     def field_defaults(cls) -> dict[str, Any]:
-        """Each field's default as ``model_dump(mode="json")`` writes it (required fields left out).
-
-        The engine reads it to compare fingerprints an earlier version wrote: a field added since, at its
-        default, reproduces the old behaviour (the rule every new field follows), so it changes nothing.
-        """
-        defaults: dict[str, Any] = {}
-        for name, info in cls.model_fields.items():
-            if info.is_required():
-                continue
-            value = info.get_default(call_default_factory=True)
-            defaults[name] = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
-        plain: dict[str, Any] = json.loads(json.dumps(defaults, default=str))  # tuples as lists, as dumped
-        return plain
+        """Each field as a request setting only its dataset dumps it: what an added field reads as (#49)."""
+        return {k: v for k, v in cls.model_validate({"dataset": "."}).model_dump(mode="json").items() if k != "dataset"}
 
     def stages(self) -> list[tuple[Bucket, ...]]:
         """Buckets per training stage: one stage for single/mixed, one bucket per stage for chain."""
@@ -510,8 +498,3 @@ def read_request_file(path: Path) -> dict[str, Any]:
 
 _PATH_FIELDS = ("dataset", "trainer_root", "trainer_python", "model_path", "text_encoder_path", "nvidia_smi", "surface",
                 "holdout_file")
-
-
-def describe_mode(name: str) -> str:
-    mode = get_mode(name)
-    return f"{mode.name} ({mode.title})"

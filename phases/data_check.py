@@ -68,7 +68,9 @@ class DataCheckPhase:
                                 "fresh_preprocess": request.fresh_preprocess},
                 "stages": [list(s.buckets) for s in ctx.output(PlanOutputs).recipe.stages],
                 "probe": digest(to_plain(ctx.output(ProbeOutputs).dataset)),
-                "prepared": ctx.output_digest("prepare") if ctx.has_output("prepare") else None,
+                # What the prepare phase made, if it made anything: a prepare that skipped (every row captioned)
+                # changes nothing here, so a release that added the phase leaves a run's later work standing (#49).
+                "prepared data": _prepared_part(ctx),
                 # Only a metadata file is hashed: a long video given as --dataset is covered by the probe's
                 # size+mtime listing, and re-reading gigabytes on every resume would be waste.
                 "metadata": file_digest(dataset) if dataset.suffix.lower() in METADATA_EXTENSIONS
@@ -162,6 +164,13 @@ def _metadata(dataset: Dataset, mode: Mode, checks: list[Check]) -> tuple[str | 
                      where=dataset.path,
                      fix="pass --dataset a .csv/.json/.jsonl with a caption column and the media paths (or a "
                          "verified .precomputed folder)")
+
+
+
+def _prepared_part(ctx: LtxContext) -> str | None:
+    if not ctx.has_output("prepare") or not ctx.output(PrepareOutputs).prepared:
+        return None
+    return ctx.output_digest("prepare")
 
 
 def _audio_part(audio: AudioPlan | None) -> dict[str, Any]:

@@ -42,6 +42,7 @@ __all__ = ["PHASE"]
 class EvaluatePhase:
     name = "evaluate"
     heavy = True
+    optional_extra = True  # a run that finished before a release added it is not made to render (#49)
     outputs_type = EvaluateOutputs
 
     def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:

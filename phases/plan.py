@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.backends.base import DEFAULT_MAIN_PORT
+from ltx_pipeline.code_identity import code_identity
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import BadInput
@@ -24,6 +25,7 @@ from ltx_pipeline.ltx.launch_checks import device_placement_line
 from ltx_pipeline.ltx.launch_plan import launch_shape
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import Mode, generated_media, get_mode
+from ltx_pipeline.ltx.plan_provenance import with_provenance
 from ltx_pipeline.ltx.preparation import PreparationPlan, plan_preparation, smallest_bucket_frames, videos_to_scan
 from ltx_pipeline.ltx.recipe import Recipe, build_recipe, schedule_lines
 from ltx_pipeline.ltx.tiers import Tier
@@ -106,15 +108,19 @@ class PlanPhase:
             # One cause, said once: the clips' sound blocks the run itself; validation's need follows from it.
             validation = replace(validation, blocker=None)
         blockers += [validation.blocker] if validation is not None and validation.blocker else []
-        text = render_plan(ctx, recipe, probe, missing, warnings, preparation, autotune, audio, validation)
-        atomic_write(ctx.paths.plan_file, text, root=ctx.workspace)
-        subject = digest(text)
-        outputs = PlanOutputs(plan_file=str(ctx.paths.plan_file), plan_hash=subject, recipe=recipe,
+        outputs = PlanOutputs(plan_file=str(ctx.paths.plan_file), plan_hash="", recipe=recipe,
                               warnings=tuple(warnings), missing=tuple(f.item for f in missing),
                               blockers=tuple(blockers), preparation=preparation,
                               autotune=PlannedAutotune(runs=autotune.runs, reason=autotune.reason,
                                                        blocker=autotune.blocker),
                               audio=audio, launch=launch, validation=validation)
+        text = render_plan(ctx, recipe, probe, missing, warnings, preparation, autotune, audio, validation)
+        # What you approve is the plan as the pipeline words it; which version wrote it is said beside it, outside
+        # the approved text, so the version's own identity never voids an approval (#49).
+        subject = digest(text)
+        text = with_provenance(text, subject, code_identity(), _previous_plan(ctx.paths.plan_file))
+        atomic_write(ctx.paths.plan_file, text, root=ctx.workspace)
+        outputs = outputs.model_copy(update={"plan_hash": subject})
         return PhaseResult(outputs, approval_subject=subject, approval_blockers=blockers)
 
     def summary(self, outputs: PlanOutputs) -> str:
@@ -230,6 +236,15 @@ def _preparation_lines(ctx: LtxContext, preparation: PreparationPlan) -> list[st
               "- After captioning, three captions are shown in full and the run stops at a second approval gate "
               "bound to the captions file's hash", ""]
     return lines
+
+
+
+def _previous_plan(path: Path) -> str | None:
+    """The plan.md this plan replaces (its lines are compared), None for a first plan."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
 
 
 def render_plan(ctx: LtxContext, recipe: Recipe, probe: ProbeOutputs, missing: list[Finding],

@@ -233,6 +233,9 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
                "saved in run.yaml.")] = None,
            skip_eval: Annotated[bool | None, typer.Option("--skip-eval/--no-skip-eval", help="Skip (or bring back) "
                                                           "the evaluation renders; saved in run.yaml.")] = None,
+           replan: Annotated[bool, typer.Option(
+               "--replan", help="After an upgrade: redo what this version would do otherwise (fingerprints an "
+               "earlier version wrote compared strictly; phases it added run on a finished run).")] = False,
            ) -> int:
     """Continue a run where it stopped, re-running only what changed (run.yaml is re-read)."""
     from ltx_pipeline.cli.driving import drive_run, find_workspace, latest_run_name, prepare_run
@@ -247,7 +250,8 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
     updates.update(_eval_options(eval_prompt, skip_eval))
     store, run_row, request = prepare_run(ws, found, name, updates)
     return drive_run(ws, store, run_row, request, approve,
-                     RunOptions(detach=detach, apply_fix=apply_fix, restart_training=restart_training))
+                     RunOptions(detach=detach, apply_fix=apply_fix, restart_training=restart_training,
+                                replan=replan))
 
 
 def approve(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> int:

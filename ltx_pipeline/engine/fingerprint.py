@@ -52,18 +52,18 @@ def file_digest(path: Path, chunk: int = 1 << 20) -> str:
 
 
 def rerun_reasons(old: dict[str, Any] | None, new: dict[str, Any], *,
-                  defaults: dict[str, Any] | None = None) -> list[str]:
+                  defaults: dict[str, Any] | None = None, strict: bool = False) -> list[str]:
     """Why a phase whose stored parts are ``old`` must run again with ``new``; empty when its result still stands.
 
     A request field that only ``new`` records, at its default (``defaults``: the request's field defaults by name),
     is a field added since with the default that keeps the old behaviour: no change, under any schema. Parts an
     earlier version wrote (another ``SCHEMA_KEY``, or none) are also compared like with like: a part or key only
     one version records says nothing about the user's inputs; what both record must be equal. No stored parts:
-    it must run.
+    it must run. ``strict`` (``resume --replan``) compares parts of two schemas as if one wrote both.
     """
     if not old:
         return ["inputs changed"]
-    across = old.get(SCHEMA_KEY) != new.get(SCHEMA_KEY)
+    across = old.get(SCHEMA_KEY) != new.get(SCHEMA_KEY) and not strict
     reasons: list[str] = []
     _walk_parts(_without_schema(old), _without_schema(new), "", reasons, defaults or {}, across=across)
     if len(reasons) > _MAX_REASONS:

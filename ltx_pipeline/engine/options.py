@@ -22,8 +22,13 @@ class RunOptions:
         apply_fix: apply the fix proposed for the last failure (``status`` shows it) before retrying.
         restart_training: train the first unfinished stage again from step 0 into a fresh output
             folder, the old one kept beside it.
+        replan: redo what a new release would do otherwise: fingerprints an earlier version wrote are
+            compared strictly (every part it did not record counts), and a finished run runs the optional
+            phases a later release added (``optional_extra``: the evaluation). Off, an upgrade keeps a run's
+            work (#49).
     """
 
     detach: bool = False
     apply_fix: bool = False
     restart_training: bool = False
+    replan: bool = False

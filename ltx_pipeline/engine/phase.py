@@ -42,7 +42,11 @@ class PhaseResult(Generic[OutputsT]):
 
 @runtime_checkable
 class Phase(Protocol[OutputsT]):
-    """One step of the workflow, producing one typed outputs model (``outputs_type``)."""
+    """One step of the workflow, producing one typed outputs model (``outputs_type``).
+
+    A phase may also set ``optional_extra = True`` (read with ``getattr``): new work a finished run does not owe,
+    so a run that finished before a release added the phase is not made to run it (``resume --replan`` does).
+    """
 
     name: str
     heavy: bool

@@ -99,8 +99,16 @@ class Runner:
             previous = latest.get(phase.name)
             parts, fingerprint_error = self._fingerprint(phase, ctx)
             fingerprint = digest(parts)
-            reason = (_why(previous, fingerprint, parts, reran, _request_defaults(request))
+            reason = (_why(previous, fingerprint, parts, reran, _request_defaults(request), self.options.replan)
                       if fingerprint_error is None else "inputs unreadable")
+            if (reason == "first run" and run.state == "finished" and getattr(phase, "optional_extra", False)
+                    and not self.options.replan):
+                # An optional phase a later release added (an evaluation), met in a run that finished without it:
+                # the run's work stands as it is; new work is not owed to it, `resume --replan` asks for it.
+                self._emit(run, f"{phase.name} is new since this run finished; not run (`ltx-pipeline resume "
+                           f"--workspace {self.workspace.root} --run {run.name} --replan` runs it)", "info", phase.name)
+                report.skipped.append(phase.name)
+                continue
             if reason is not None and phase.name in frozen and previous is not None:
                 # A live process of a later phase was launched from these outputs: changing them now
                 # would describe a run that is not the one running. Report, apply once it has ended.
@@ -125,9 +133,12 @@ class Runner:
                 result, stored = self._run_phase(run, phase, ctx, row, lifecycle, fingerprint_error)
                 upstream[phase.name] = stored
                 report.ran.append(phase.name)
-                if previous is None or previous.outputs is None or digest(stored.data) != digest(previous.outputs):
+                if previous is not None and (previous.outputs is None
+                                             or digest(stored.data) != digest(previous.outputs)):
                     # Only new outputs make the phases after it run again: a phase that ran (a changed
-                    # environment, an upgrade) and came to the same result leaves their work standing.
+                    # environment, an upgrade) and came to the same result leaves their work standing. A phase
+                    # running a first time after later ones ran is one a new release added: those later phases
+                    # judge by their own parts whether its outputs concern them (a prepare that skipped does not).
                     reran = phase.name
                 if result.pending:
                     report.outcome = Outcome.DETACHED
@@ -241,7 +252,7 @@ def _request_defaults(request: Any) -> dict[str, Any]:
 
 
 def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], reran: str | None,
-         defaults: dict[str, Any] | None = None) -> str | None:
+         defaults: dict[str, Any] | None = None, strict: bool = False) -> str | None:
     """Why a phase must run, or None when its finished result still stands (an upgrade's new parts included)."""
     if previous is None:
         return "first run"
@@ -253,7 +264,7 @@ def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], rer
         return f"previous attempt {previous.attempt} {previous.status.replace('_', ' ')}"
     if previous.fingerprint != fingerprint:
         # Parts an earlier version wrote are compared like with like: what it did not record is no change.
-        reasons = rerun_reasons(previous.fingerprint_parts, parts, defaults=defaults)
+        reasons = rerun_reasons(previous.fingerprint_parts, parts, defaults=defaults, strict=strict)
         if reasons:
             return "; ".join(reasons)
     if reran is not None:

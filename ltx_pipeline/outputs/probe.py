@@ -137,6 +137,18 @@ class ProbeOutputs(PhaseOutputs):
     def _no_clips(cls, value: Any) -> Any:
         return ClipFrames() if value is None else value
 
+    @classmethod
+    def upgrade(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
+        """Untyped probes (version 0) of earlier releases, as the upgrade test found them: ffprobe's path (media is
+        read with PyAV now) dropped; a model search without its folders' labels labelled by the folders."""
+        if version == 0 and isinstance(data.get("host"), dict):
+            data = {**data, "host": {k: v for k, v in data["host"].items() if k != "ffprobe_path"}}
+        # Before the folders' labels (754381c): the folders themselves are how messages named them.
+        search = (data.get("models") or {}).get("search") if isinstance(data.get("models"), dict) else None
+        if version == 0 and isinstance(search, dict) and "labels" not in search:
+            data = {**data, "models": {**data["models"], "search": {**search, "labels": search.get("searched", [])}}}
+        return data
+
     def finding(self, item: str) -> Finding | None:
         """The findings row for ``item`` (e.g. ``"Captioner"``), or None."""
         return next((f for f in self.findings if f.item == item), None)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from ltx_pipeline.backends.base import Distributed
 from ltx_pipeline.engine.outputs import PhaseOutputs
+from ltx_pipeline.ltx.launch_plan import LaunchShape
 
 __all__ = ["LaunchRecord", "OtherNode", "PatchRecordOutputs", "ValidateOutputs", "ValidatedStage"]
 
@@ -87,6 +88,16 @@ class ValidateOutputs(PhaseOutputs):
     main_ip: str | None = None
     main_port: int | None = None
     other_nodes: list[OtherNode] | None = None
+
+    @classmethod
+    def upgrade(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
+        """Untyped outputs of releases before the launch was planned lack its words: said from what they stored
+        (the upgrade test from 30fca33 found a live run that could not resume on them)."""
+        if version == 0 and "launch" not in data and isinstance(data.get("num_processes"), int):
+            shape = LaunchShape(processes=data["num_processes"], distributed=data.get("distributed") or "none",
+                                reason="as validated by an earlier ltx-pipeline")
+            data = {**data, "launch": shape.words(), "distributed": shape.distributed}
+        return data
 
     @property
     def node_count(self) -> int:

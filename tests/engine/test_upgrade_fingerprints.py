@@ -57,10 +57,14 @@ def test_no_stored_parts_must_run() -> None:
     assert rerun_reasons(None, _parts({})) == ["inputs changed"] and rerun_reasons({}, _parts({}))
 
 
-def test_the_request_models_defaults_are_its_json_defaults() -> None:
+def test_the_request_models_defaults_are_what_a_request_that_sets_nothing_dumps() -> None:
+    """As the fingerprints hold them: a resolved default (vllm_url, captioner) dumps as None, "not given". The
+    upgrade test from 30fca33 found vllm_url compared against its resolved URL, re-planning every run."""
     defaults = RunRequest.field_defaults()
     assert "dataset" not in defaults  # required: never defaulted
-    assert defaults["trainer_python"] is None and defaults["audio"] == "auto" and defaults["slurm_args"] == []
+    dumped = RunRequest.model_validate({"dataset": "/data/clips"}).model_dump(mode="json")
+    assert {key: value for key, value in dumped.items() if key != "dataset"} == defaults
+    assert defaults["vllm_url"] is None and defaults["audio"] == "auto" and defaults["slurm_args"] == []
 
 
 # -- a stored run, driven by a request model that gained a field --------------------------------------------------

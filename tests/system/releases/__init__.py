@@ -1,0 +1,1 @@
+"""Earlier releases of ltx-pipeline, exported from the repository's history, and what the upgrade test reads (#49)."""
