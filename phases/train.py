@@ -48,6 +48,7 @@ from ltx_pipeline.steps.nodes import node_launch_printable, rank_zero
 from ltx_pipeline.steps.preprocess import preprocess
 from ltx_pipeline.steps.resume import (
     check_compatible,
+    check_same_settings,
     failure_report,
     latest_pair,
     patch_resume,
@@ -336,6 +337,8 @@ class _Stage:
                 self.ctx.narrate(f"Stage {self.index} has no complete checkpoint pair yet: relaunching from the start.")
             return None
         step = check_compatible(pair, self.values())
+        if not self.ctx.options.apply_fix:  # a fix the user applied is a setting they chose to change
+            check_same_settings(pair, self.values(), self.output_dir)
         for record in patch_resume(self.config, pair, workspace=self.ctx.workspace):
             self.ctx.narrate(f"{self.config.name}: {record['path']} {record['old']} -> {record['new']} "
                              f"({record['reason']})")

@@ -23,15 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ltx_pipeline.errors import ResumeRefused
 from ltx_pipeline.ltx.checkpoint_files import WEIGHTS_RE as _WEIGHTS_RE
 from ltx_pipeline.ltx.config_values import config_value
+from ltx_pipeline.ltx.stage_settings import changed_settings
 from ltx_pipeline.trainer_log import Failure, classify_failure, failure_tail
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
 
-__all__ = ["CheckpointPair", "FINGERPRINT_KEYS", "check_compatible", "checkpoint_pairs", "config_fingerprint",
-           "failure_report", "latest_pair", "patch_resume", "proposed_diff", "read_state",
+__all__ = ["CheckpointPair", "FINGERPRINT_KEYS", "check_compatible", "check_same_settings", "checkpoint_pairs",
+           "config_fingerprint", "failure_report", "latest_pair", "patch_resume", "proposed_diff", "read_state",
            "refuse_incompatible_checkpoints", "set_aside"]
 
 FINGERPRINT_KEYS = ("optimizer_type", "scheduler_type", "training_mode", "lora_rank")
@@ -136,6 +139,50 @@ def check_compatible(pair: CheckpointPair, config: dict[str, Any]) -> int:
                 "this stage again from step 0 into a fresh output folder (the old checkpoints are kept)")
     return int(state.get("global_step", pair.step))
 
+
+
+
+class _TrainerDump(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
+    """YAML's safe loader that reads the python tags of the trainer's ``yaml.dump(config.model_dump())`` as plain
+    data (an enum as its value), never as objects."""
+
+
+def _plain(loader: Any, _suffix: str, node: Any) -> Any:
+    if isinstance(node, yaml.SequenceNode):
+        items = loader.construct_sequence(node, deep=True)
+        return items[0] if len(items) == 1 else items  # an enum: apply(Enum, [value])
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+_TrainerDump.add_multi_constructor("tag:yaml.org,2002:python/", _plain)
+
+
+def check_same_settings(pair: CheckpointPair, config: dict[str, Any], output_dir: Path) -> None:
+    """Refuses to resume a stage whose training settings changed since its last launch (#49).
+
+    The trainer saved the config it ran with as ``training_config.yaml``; a resumed stage goes on with those
+    settings, never with another learning rate, batch or quantization an upstream re-run (an edited run.yaml,
+    another autotune winner) put in its config. ``resume --apply-fix`` (the user's own choice) does not ask.
+
+    Raises:
+        ResumeRefused: a kept setting (``ltx.stage_settings.KEPT_SETTINGS``) differs.
+    """
+    started = output_dir / "training_config.yaml"
+    try:
+        launched = yaml.load(started.read_text(encoding="utf-8"), Loader=_TrainerDump)  # noqa: S506 - safe + tags
+    except (OSError, yaml.YAMLError):
+        return  # no readable record of its settings (a trainer that writes none): nothing to hold it to
+    changed = changed_settings(launched, config) if isinstance(launched, dict) else []
+    if changed:
+        raise ResumeRefused(
+            f"Cannot resume from step {pair.step}: the stage's settings changed since it was launched "
+            f"({'; '.join(changed)}); a stage with checkpoints goes on with the settings it trained with",
+            where=str(started),
+            fix="set them back in run.yaml, then `ltx-pipeline resume`; or `ltx-pipeline resume --restart-training` "
+                "to train this stage again from step 0 with the new settings (the old checkpoints are kept); or a new "
+                "run with them (`ltx-pipeline run --run NEW ...`)")
 
 # Where each trainer fingerprint field comes from in the run request (run.yaml), so the fix names
 # what the user can change: config.yaml itself is regenerated from run.yaml.
