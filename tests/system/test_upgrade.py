@@ -33,6 +33,7 @@ from tests.system.releases.harness import (
     FINISHED,
     KILLED,
     LIVE,
+    PREPROCESSED,
     Builder,
     Release,
     write_dataset,
@@ -44,7 +45,7 @@ RELEASES = ("e443a8d", "30fca33", "754381c")
 # Phases that may run again on resume: the ones that carry on the training itself.
 CARRY_ON = ("train", "monitor", "evaluate")
 # New train processes a resume may start, per state: a re-attached trainer is not relaunched.
-NEW_TRAINERS = {FINISHED: 0, CONTINUED: 0, AWAITING: 0, LIVE: 0, KILLED: 1, CHAINED: 1, FAILED_FIX: 1}
+NEW_TRAINERS = {FINISHED: 0, PREPROCESSED: 0, CONTINUED: 0, AWAITING: 0, LIVE: 0, KILLED: 1, CHAINED: 1, FAILED_FIX: 1}
 _REASON = re.compile(r"^\[(\w+)\] \1 runs: (.*)$", re.MULTILINE)
 
 
@@ -95,7 +96,7 @@ def _read_with_current_code(workspace: Path, made: dict[str, str], before: snap.
     for state, name in made.items():
         if runs and name not in runs:
             problems.append(f"status --json: run {name} is missing")
-        elif state in (FINISHED, CONTINUED) and name in runs:
+        elif state in (FINISHED, PREPROCESSED, CONTINUED) and name in runs:
             problems += [f"{name} ({state}): status --json: {p}" for p in _read_as_before(before.runs[name],
                                                                                           runs[name])]
     _read_dashboard(workspace, made, problems)
@@ -194,7 +195,8 @@ def test_an_upgrade_costs_no_run_its_work(revision: str, tmp_path: Path) -> None
         # A finished run keeps every file; any other keeps its plan (no second plan) and its request.
         problems += [f"{name} ({state}): resume rewrote {p}" for p in _changed(read, snap.files_of(workspace),
                                                                                f"{name}/")
-                     if state in (FINISHED, CONTINUED) or p in (f"{name}/plan.md", f"{name}/run.yaml")]
+                     if state in (FINISHED, PREPROCESSED, CONTINUED)
+                     or p in (f"{name}/plan.md", f"{name}/run.yaml")]
     # The plan the release showed is the plan approved now. (Before the simulated backend, a plan on the
     # ltx backend without a trainer checkout and models was unapprovable in the release too.)
     if AWAITING in made.runs and "--surface" in release.options:

@@ -29,8 +29,8 @@ from tests.system.releases.export import release_env
 
 # The release's CLI, whatever its entry points: every release has had ``cli.main(argv) -> int``.
 _MAIN = "import sys; from ltx_pipeline.cli import main; sys.exit(main(sys.argv[1:]))"
-AWAITING, FINISHED, LIVE, KILLED, CHAINED, FAILED_FIX, CONTINUED = (
-    "awaiting", "finished", "live", "killed", "chained", "failedfix", "continued")
+AWAITING, FINISHED, LIVE, KILLED, CHAINED, FAILED_FIX, CONTINUED, PREPROCESSED = (
+    "awaiting", "finished", "live", "killed", "chained", "failedfix", "continued", "preprocessed")
 ASSUMED_GPU = "NVIDIA H100 80GB HBM3,81559"
 STEP_SECONDS_SCALE = "0.01"  # the surface's 3.37 s step -> ~34 ms: slow enough to catch a trainer mid-run
 
@@ -179,6 +179,21 @@ class Builder:
     def finished(self) -> None:
         self._expect(FINISHED, FINISHED, self._run(FINISHED), 0)
 
+    def preprocessed(self) -> None:
+        """A finished run on the reference backend, whose toy trainer really preprocesses (the simulated one never
+        does): the one that shows whether an upgrade preprocesses again."""
+        if not self._can(PREPROCESSED, "--backend", "--buckets"):
+            return
+        quick = [*(["--autotune", "off"] if "--autotune" in self.release.options else []),
+                 *(["--skip-eval"] if "--skip-eval" in self.release.options else [])]
+        args = ["run", "--workspace", str(self.workspace), "--run", PREPROCESSED, "--dataset", str(self.dataset),
+                "--backend", "reference", "--assume-gpu", ASSUMED_GPU, "--buckets", "64x64x17", "--steps", "4",
+                "--rank", "4", "--approve", *quick]
+        done = self.release.cli(*args, timeout=400)
+        if self._expect(PREPROCESSED, PREPROCESSED, done, 0) and not any(
+                (self.workspace / PREPROCESSED).glob("**/.precomputed*")):
+            self._unmake(PREPROCESSED, "the reference run finished without a .precomputed folder")
+
     def awaiting(self) -> None:
         self._expect(AWAITING, AWAITING, self._run(AWAITING, approve=False), 3)
 
@@ -233,7 +248,7 @@ class Builder:
             _wait("the live run's first checkpoint", lambda: len(_checkpoints(self.workspace / LIVE)) >= 1)
 
     def build(self) -> Made:
-        for make in (self.finished, self.awaiting, self.failed_with_fix, self.continued, self.chained,
-                     self.killed, self.live):
+        for make in (self.finished, self.preprocessed, self.awaiting, self.failed_with_fix, self.continued,
+                     self.chained, self.killed, self.live):
             make()
         return self.made
