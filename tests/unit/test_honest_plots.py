@@ -19,21 +19,6 @@ from ltx_pipeline.steps.summary import plot_loss
 pytest.importorskip("matplotlib")
 
 
-@pytest.fixture
-def saved_figures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Every matplotlib figure saved while the test runs (the figure object, as drawn)."""
-    from matplotlib.figure import Figure
-
-    seen: list[Any] = []
-    real = Figure.savefig
-
-    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.append(self)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Figure, "savefig", spy)
-    return seen
-
 
 def _line(fig: Any, label: str) -> list[float]:
     [line] = [line for line in fig.axes[0].lines if line.get_label() == label]

@@ -29,21 +29,6 @@ from tests.phases.train_helpers import training_registered  # noqa: F401 - fixtu
 # -- helpers ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def saved_figures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Every matplotlib figure saved while the test runs, in order (the figure object, as drawn)."""
-    from matplotlib.figure import Figure
-
-    seen: list[Any] = []
-    real = Figure.savefig
-
-    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.append(self)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Figure, "savefig", spy)
-    return seen
-
 
 def _texts(fig: Any) -> list[str]:
     return [t.get_text() for ax in fig.axes for t in ax.texts] + [ax.get_title() for ax in fig.axes]
