@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -71,25 +70,6 @@ def test_a_full_store_is_one_line_and_loses_nothing(capsys: pytest.CaptureFixtur
     monkeypatch.undo()
     assert _status(capsys, workspace)["name"] == "r1"  # the store reads as it was last committed
     assert _cli(capsys, *planned)[0] == 3  # space back: the same command goes on
-
-
-def test_a_full_disk_under_a_file_write_is_the_same_line(capsys: pytest.CaptureFixture[str],
-                                                                  workspace: Path, planned: list[str],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    plan = workspace / "r1" / "plan.md"
-    before = plan.read_bytes()
-    real_fsync = os.fsync
-
-    def no_space(fd: int) -> None:
-        if "plan.md" in os.readlink(f"/proc/self/fd/{fd}"):
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", no_space)
-    code, _, err = _cli(capsys, *planned)
-    assert code == 5 and err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith(f"error: The disk is full (No space left on device) writing {plan}; nothing was lost"), err
-    assert plan.read_bytes() == before
 
 
 def test_each_shape_of_no_space_is_recognised_and_nothing_else(tmp_path: Path) -> None:

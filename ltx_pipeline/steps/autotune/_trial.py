@@ -34,6 +34,7 @@ from ltx_pipeline.backends.base import LaunchSpec
 from ltx_pipeline.env_names import REFERENCE_LOG_EVERY_ENV
 from ltx_pipeline.ltx.autotune import TrialResult, estimate_step_time, relative_spread
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
+from ltx_pipeline.steps.autotune._measured import MEMORY_FILE
 from ltx_pipeline.steps.memory_figures import NOT_MEASURED
 from ltx_pipeline.steps.vram_sampler import IDLE_MIB, ResourceSampler, gpu_reader
 from ltx_pipeline.trainer_log import LogFollower, LogParser, TrainingProgress, classify_failure, failure_tail
@@ -49,7 +50,6 @@ _FAILURE_OUTCOMES = {"oom_training": "oom_training", "oom_validation": "oom_vali
 # trial never fits or wins, and it is not in MEMORY_FAILURES, so it prunes nothing.
 UNMEASURED: Any = "unmeasured"
 REFERENCE_UNMEASURED = "memory not measured on the reference backend without `reference_memory_scale` in run.yaml"
-MEMORY_FILE = "memory.json"
 _REASON_CHARS = 1000  # a pathological one-line reason is cut here, at a word boundary
 
 
