@@ -149,10 +149,21 @@ _SOUND_SENTENCE = re.compile(r"\b(audio|sounds?|soundtrack|music|noises?|voices?
 
 
 def _without_sound_sentences(text: str) -> str:
-    """``text`` without its sentences about sound; the text itself when every sentence is about sound."""
-    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
-    kept = [s for s in sentences if not _SOUND_SENTENCE.search(s)]
+    """``text`` without what it says about sound: whole sentences ("The audio captures ..."), or the closing
+    clauses of one that begins with the picture ("A fox trots across a field, soft wind noise."); the text itself
+    when nothing but sound would be left."""
+    kept = [s for s in (_without_sound_clauses(s) for s in re.split(r"(?<=[.!?])\s+", text.strip())) if s]
     return " ".join(kept) if kept else text
+
+
+def _without_sound_clauses(sentence: str) -> str:
+    if not _SOUND_SENTENCE.search(sentence):
+        return sentence
+    clauses = sentence.rstrip(".!?").split(", ")
+    picture = [c for c in clauses if not _SOUND_SENTENCE.search(c)]
+    if not picture or picture[0] != clauses[0]:  # the sentence itself is about sound
+        return ""
+    return ", ".join(picture) + "."
 
 
 def _mentions(text: str, word: str) -> bool:
