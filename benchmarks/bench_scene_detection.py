@@ -1,6 +1,6 @@
 """Scene detection measured on footage with known cuts: which PySceneDetect detector, at which settings.
 
-Writes a labelled corpus (``ltx_pipeline.steps.scene_footage``: textured worlds filmed by a panning
+Writes a labelled corpus (``ltx_pipeline.scenes.footage``: textured worlds filmed by a panning
 camera, moving objects, sensor noise) into a temporary folder as H.264 mp4s, in four kinds:
 
 - ``hard``: shots of different worlds joined by straight cuts (some shots pan fast);
@@ -11,7 +11,7 @@ camera, moving objects, sensor noise) into a temporary folder as H.264 mp4s, in 
 - ``still``: one shot each, no cut: a still camera, four big objects crossing it fast;
 - ``dissolve``: shots faded into each other over 8-24 frames (scored apart: a dissolve is not a hard cut).
 
-Each video is decoded once through ``steps.scenes.scan_cuts`` (what ``detect_scenes`` runs) and every
+Each video is decoded once through ``scenes.detect.scan_cuts`` (what ``detect_scenes`` runs) and every
 detector sees the same frames. A found cut matches a true one within 2 frames (a dissolve: within half its
 length + 2). Prints, per detector, precision and recall per kind, false cuts on motion, the share of
 hard and alike videos whose scene count is exact, and F1 over every kind but dissolve; asserts nothing.
@@ -28,8 +28,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ltx_pipeline.steps.scene_footage import Shot, true_cuts, write_footage
-from ltx_pipeline.steps.scenes import DETECTOR, DetectorSpec, scan_cuts
+from ltx_pipeline.scenes.detect import DETECTOR, DetectorSpec, scan_cuts
+from ltx_pipeline.scenes.footage import Shot, true_cuts, write_footage
 
 FPS = 24.0
 KINDS = ("hard", "alike", "colour", "motion", "flash", "still", "dissolve")

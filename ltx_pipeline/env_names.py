@@ -37,14 +37,14 @@ NVIDIA_SMI_ENV = "LTX_PIPELINE_NVIDIA_SMI"
 # The dashboard's token (cli/ui.py, as --token): from the environment it stays out of `ps`, where other local users
 # would see a command-line token.
 UI_TOKEN_ENV = "LTX_PIPELINE_UI_TOKEN"
-# Seconds without a trainer log line before a training is called stalled (steps/follow.py, status/live.py).
+# Seconds without a trainer log line before a training is called stalled (training/follow.py, status/live.py).
 STALL_SECONDS_ENV = "LTX_PIPELINE_STALL_SECONDS"
 # Seconds between a supervisor's heartbeats in the store (engine/processes.py, engine/supervise.py).
 HEARTBEAT_ENV = "LTX_PIPELINE_HEARTBEAT_S"
 # This machine's name in the process journal instead of its hostname (engine/processes.py, engine/supervise.py;
 # tests fake a second host).
 HOST_ID_ENV = "LTX_PIPELINE_HOST_ID"
-# Seconds between squeue/sacct polls of a SLURM job (engine/slurm.py).
+# Seconds between squeue/sacct polls of a SLURM job (slurm/queue.py).
 SLURM_POLL_ENV = "LTX_PIPELINE_SLURM_POLL_S"
 # A folder of model files searched before the usual places (probing/models.py; an input of probe's fingerprint).
 MODELS_DIR_ENV = "LTX_MODELS_DIR"

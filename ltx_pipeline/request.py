@@ -15,7 +15,7 @@ The walk of ``--captioner``: the CLI option (``cli/workflow.py``) goes into the 
 ``vllm_url`` qwen_omni's server (``ltx.preparation.DEFAULT_VLLM_URL`` unless ``--vllm-url``). The probe
 checks that this captioner can run here (its "Captioner" finding); the plan states it as
 ``PreparationPlan.captioner`` (plan.md's Data preparation) and blocks approval with the fix when the
-finding is missing; the prepare phase builds that captioner once (``steps.captioning.make_captioner``), writes
+finding is missing; the prepare phase builds that captioner once (``captioning.make_captioner``), writes
 the captions into ``<run>/dataset/dataset.json`` and records ``PrepareOutputs.captioner``. The trainer config
 never names the captioner: its captions reach training through that metadata file, which data_check plans
 preprocessing from and config_patch's ``data.preprocessed_data_root`` points at once preprocessed.

@@ -2,8 +2,8 @@
 
 Heavy (past the approval gate). Scratch lives under ``<run>/overfit/``: the sanity set (the plan's
 most expensive bucket, as many samples as the largest batch size tried), one folder per trial
-(config, outputs, log). The sweep is ``steps.autotune.sweep.Sweep``: ``SweepPlanner`` picks each config
-and settles what each result implies (memory is monotone along every knob), ``steps.autotune`` runs
+(config, outputs, log). The sweep is ``autotune.sweep.Sweep``: ``SweepPlanner`` picks each config
+and settles what each result implies (memory is monotone along every knob), ``autotune`` runs
 and measures one trial; every trial and pruned config is recorded in the run's Optuna study, from which an
 interrupted sweep resumes without re-running finished trials (a trial left running by a dead
 engine is stopped and run again once). The study is keyed by what the trials measure (``_sweep_key``),
@@ -23,6 +23,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ltx_pipeline.autotune import write_off_reports
+from ltx_pipeline.autotune.sweep import Sweep
+from ltx_pipeline.autotune.trial_runner import largest_stage_config
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.ltx.audio_choice import trained_mode
@@ -36,11 +39,8 @@ from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
-from ltx_pipeline.steps.autotune import write_off_reports
-from ltx_pipeline.steps.autotune.sweep import Sweep
-from ltx_pipeline.steps.autotune.trial_runner import largest_stage_config
-from ltx_pipeline.steps.context import LtxContext
-from ltx_pipeline.steps.preprocess import preprocess, write_subset_metadata
+from ltx_pipeline.phase_context import LtxContext
+from ltx_pipeline.preprocessing.run import preprocess, write_subset_metadata
 
 __all__ = ["PHASE"]
 

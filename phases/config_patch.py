@@ -13,12 +13,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ltx_pipeline.checkpoints.files import weights_file_name
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import file_digest
 from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.audio_choice import trained_mode, video_only_patches
 from ltx_pipeline.ltx.buckets import parse_bucket
-from ltx_pipeline.ltx.checkpoint_files import weights_file_name
 from ltx_pipeline.ltx.condition_geometry import Geometry, fit_training_condition
 from ltx_pipeline.ltx.config_patch import Patch, StagePaths, apply_patches, patches_for_stage, render_diff
 from ltx_pipeline.ltx.metadata import read_metadata_rows
@@ -30,8 +30,8 @@ from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.prepare import PrepareOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
-from ltx_pipeline.steps.context import LtxContext
-from ltx_pipeline.steps.preprocess import model_paths
+from ltx_pipeline.phase_context import LtxContext
+from ltx_pipeline.preprocessing.run import model_paths
 from ltx_pipeline.validation_media import candidates_from_rows, materialize_samples, template_samples
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml

@@ -44,10 +44,10 @@ from ltx_pipeline.outputs.data_check import DataCheckOutputs, DataStage, ModelFi
 from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.prepare import PreparedDataset, PrepareOutputs
 from ltx_pipeline.outputs.probe import ClipFrames, ProbeOutputs
+from ltx_pipeline.phase_context import LtxContext
+from ltx_pipeline.preprocessing.run import model_files, model_paths, read_identity, stage_identity
 from ltx_pipeline.probing import DatasetInfo, to_plain
 from ltx_pipeline.probing.dataset import METADATA_EXTENSIONS
-from ltx_pipeline.steps.context import LtxContext
-from ltx_pipeline.steps.preprocess import model_files, model_paths, read_identity, stage_identity
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE"]

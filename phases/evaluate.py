@@ -2,7 +2,7 @@
 
 The skill's post-train validation, as software: the prompt sets come from ``ltx.evaluation``
 (training captions with seed 42, the user's prompts or generic trigger-word ones, the holdout
-rows), the render from ``steps.evaluation`` (an eval config derived from the final config through
+rows), the render from ``evaluation.render`` (an eval config derived from the final config through
 the patch mechanism, launched and followed like any training, retried once smaller after an
 out-of-memory). What comes out is a listing: ``outputs/eval/<category>/NN.mp4``, one
 ``prompts.json``, ``contact-sheet.png`` and a section of ``run-summary.md``. No verdict on quality,
@@ -15,11 +15,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ltx_pipeline.checkpoints.files import final_weights_name
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import file_digest
 from ltx_pipeline.errors import RunFailed
+from ltx_pipeline.evaluation.render import EvalJob, EvalRenderer
+from ltx_pipeline.evaluation.sheet import SheetEntry, write_eval_sheet
 from ltx_pipeline.ltx.audio_choice import trained_mode
-from ltx_pipeline.ltx.checkpoint_files import final_weights_name
 from ltx_pipeline.ltx.evaluation import CATEGORIES, eval_sets
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import get_mode
@@ -29,11 +31,9 @@ from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.prepare import PrepareOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.outputs.train import TrainedStage, TrainOutputs
-from ltx_pipeline.steps.context import LtxContext
-from ltx_pipeline.steps.eval_sheet import SheetEntry, write_eval_sheet
-from ltx_pipeline.steps.evaluation import EvalJob, EvalRenderer
-from ltx_pipeline.steps.summary import eval_section, with_section
-from ltx_pipeline.steps.validation import stage_launch_target
+from ltx_pipeline.phase_context import LtxContext
+from ltx_pipeline.reports.summary import eval_section, with_section
+from ltx_pipeline.training.validation import stage_launch_target
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
 

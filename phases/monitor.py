@@ -22,10 +22,10 @@ from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.prepare import PrepareOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.outputs.train import TrainOutputs
-from ltx_pipeline.steps.contact_sheet import validation_prompts, write_contact_sheet
-from ltx_pipeline.steps.context import LtxContext
-from ltx_pipeline.steps.samples_used import check_samples_used, samples_used
-from ltx_pipeline.steps.summary import plot_loss, plot_step_time, render_summary, steady_step_time
+from ltx_pipeline.phase_context import LtxContext
+from ltx_pipeline.reports.contact_sheet import validation_prompts, write_contact_sheet
+from ltx_pipeline.reports.summary import plot_loss, plot_step_time, render_summary, steady_step_time
+from ltx_pipeline.training.samples_used import check_samples_used, samples_used
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
 
@@ -55,7 +55,7 @@ class MonitorPhase:
         patch = ctx.output(ConfigPatchOutputs)
         prepared = ctx.output(PrepareOutputs) if ctx.has_output("prepare") else None
         memory_model = _verify_memory_model(ctx, stages)
-        # What run-summary.md is rendered from (``steps.summary.render_summary``): measured facts only.
+        # What run-summary.md is rendered from (``reports.summary.render_summary``): measured facts only.
         facts = {
             "run": ctx.run_name, "run_root": str(ctx.paths.root), "request": ctx.request.model_dump(mode="json"),
             "gpus": _gpus(probe), "mode_title": get_mode(ctx.request.mode).title, "generates": _generates(ctx),
@@ -144,7 +144,7 @@ def _verify_memory_model(ctx: LtxContext, stages: list[dict[str, Any]]) -> Memor
                                miss=error is not None, error=round(error, 3) if error is not None else None,
                                tolerance=MISS_TOLERANCE, study=sweep.study)
     if error is not None:
-        from ltx_pipeline.steps.autotune import study as studies
+        from ltx_pipeline.autotune import study as studies
 
         studies.record_memory_miss(studies.storage_for(ctx.workspace), str(sweep.study), {
             "run": ctx.run_name, **verdict.model_dump(mode="json"), "knobs": sweep.winner})

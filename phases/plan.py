@@ -32,12 +32,12 @@ from ltx_pipeline.ltx.tiers import Tier
 from ltx_pipeline.ltx.validation_sources import ValidationSources, choose_sources, plan_lines
 from ltx_pipeline.outputs.plan import PlannedAutotune, PlanOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
+from ltx_pipeline.phase_context import LtxContext
 from ltx_pipeline.probing import DatasetInfo, Finding, to_plain
 from ltx_pipeline.probing.nvidia_smi import nvidia_smi_found
 from ltx_pipeline.request import EVAL_ONLY_FIELDS, RENDEZVOUS_FIELDS
-from ltx_pipeline.steps.context import LtxContext
-from ltx_pipeline.steps.scenes import DETECTOR, find_cuts
-from ltx_pipeline.steps.slurm import check_paths
+from ltx_pipeline.scenes.detect import DETECTOR, find_cuts
+from ltx_pipeline.slurm import check_paths
 from ltx_pipeline.validation_media import candidates_from_folder, candidates_from_rows, template_samples
 from ltx_pipeline.workspace import atomic_write
 

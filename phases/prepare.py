@@ -4,10 +4,10 @@ captioned, split, audited ``<run>/dataset/dataset.json``, then a second approval
 It carries out what the plan stated (``ltx/preparation.py``): media are staged under the run's
 ``dataset/media/`` (symlinks; copies across file systems) because the trainer resolves media against the
 metadata file, and the user's files are never moved or edited; each video in which the plan found more
-than one scene is cut at the plan's cuts (``steps/scenes.py``) into ``dataset/scenes/``, scenes shorter
+than one scene is cut at the plan's cuts (``scenes/detect.py``) into ``dataset/scenes/``, scenes shorter
 than the smallest bucket dropped and listed (a plan made before cuts were found at plan time has them found
 here, with the same detector); only clips without a caption are
-captioned (``steps/captioning``), with progress kept in ``dataset/captions.json`` after each clip, so a
+captioned (``captioning``), with progress kept in ``dataset/captions.json`` after each clip, so a
 killed engine captions nothing twice; a holdout is reserved into ``dataset/holdout.jsonl``. Three
 captions are shown in full and the run stops at a gate bound to the hash of ``dataset.json`` and
 ``holdout.jsonl``: editing either by hand and resuming keeps the edits, re-hashes and asks again.
@@ -22,6 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ltx_pipeline.captioning import CaptionBook, Captioner, make_captioner
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import BadDataset, LtxPipelineError
@@ -30,10 +31,9 @@ from ltx_pipeline.ltx.preparation import PreparationPlan, choose_holdout, holdou
 from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.prepare import CaptionCounts, PreparedDataset, PrepareOutputs
 from ltx_pipeline.outputs.probe import ClipFrames, ProbeOutputs
+from ltx_pipeline.phase_context import LtxContext
 from ltx_pipeline.probing import DatasetInfo, media_rows, read_clips, to_plain
-from ltx_pipeline.steps.captioning import CaptionBook, Captioner, make_captioner
-from ltx_pipeline.steps.context import LtxContext
-from ltx_pipeline.steps.scenes import DETECTOR, Scene, cut_scenes, detect_scenes
+from ltx_pipeline.scenes.detect import DETECTOR, Scene, cut_scenes, detect_scenes
 from ltx_pipeline.workspace import atomic_write, ensure_inside
 
 __all__ = ["PHASE"]

@@ -22,6 +22,7 @@ from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.preparation import needs_captions
 from ltx_pipeline.ltx.tiers import MINIMUM_GB, classify_tier
 from ltx_pipeline.outputs.probe import ClipFrames, ModelFiles, ProbedModels, ProbeOutputs, TierChoice, TrainerRecord
+from ltx_pipeline.phase_context import LtxContext
 from ltx_pipeline.probing import Finding, to_plain
 from ltx_pipeline.probing.dataset import classify_dataset, media_rows, read_clips
 from ltx_pipeline.probing.gpus import GpuProbe, assumed_probe, describe_gpus, planned_gpu, probe_gpus
@@ -29,8 +30,7 @@ from ltx_pipeline.probing.host import probe_host
 from ltx_pipeline.probing.models import check_model_path, check_trainer_root, default_model_dirs, find_model_files
 from ltx_pipeline.probing.trainer_python import check_trainer_python
 from ltx_pipeline.request import RunRequest
-from ltx_pipeline.steps.context import LtxContext
-from ltx_pipeline.steps.smoke.finding import smoke_finding, smoke_record_file
+from ltx_pipeline.smoke.finding import smoke_finding, smoke_record_file
 
 __all__ = ["PHASE"]
 
@@ -161,7 +161,7 @@ def _minimum_gate(ctx: LtxContext, gpus_text: str, nominal: int, accept_risk: bo
 def _captioner_finding(request: RunRequest) -> Finding:
     """Whether the captioner the run will use (the request's, its default resolved there) can run here, with the
     exact command that makes it so."""
-    from ltx_pipeline.steps.captioning import captioner_availability
+    from ltx_pipeline.captioning import captioner_availability
 
     found = captioner_availability(request.captioner,
                                    trainer_root=Path(request.trainer_root) if request.trainer_root else None,

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.backends.base import Nodes
+from ltx_pipeline.checkpoints.files import final_weights_name, resume_restores
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, ValidatedConfig
 from ltx_pipeline.errors import BadInput, Refused, RunFailed
 from ltx_pipeline.ltx.audio_choice import trained_mode
 from ltx_pipeline.ltx.buckets import parse_buckets
-from ltx_pipeline.ltx.checkpoint_files import final_weights_name, resume_restores
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.ltx.modes import get_mode
@@ -39,14 +39,16 @@ from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.outputs.train import PendingStage, TrainedStage, TrainOutputs
 from ltx_pipeline.outputs.validate import ValidatedStage, ValidateOutputs
+from ltx_pipeline.phase_context import LtxContext
+from ltx_pipeline.preprocessing.run import preprocess
 from ltx_pipeline.probing import wandb_credentials_resolve
 from ltx_pipeline.probing.gpus import cuda_present
 from ltx_pipeline.probing.nvidia_smi import nvidia_smi_command
-from ltx_pipeline.steps.context import LtxContext
-from ltx_pipeline.steps.follow import TrainingFollower, log_summary, stop_requested
-from ltx_pipeline.steps.nodes import node_launch_printable, rank_zero
-from ltx_pipeline.steps.preprocess import preprocess
-from ltx_pipeline.steps.resume import (
+from ltx_pipeline.slurm import job_end_fix, require_queue, script_path, stage_job, submit_script, write_script
+from ltx_pipeline.trainer_log import canonical_kind
+from ltx_pipeline.training.follow import TrainingFollower, log_summary, stop_requested
+from ltx_pipeline.training.nodes import node_launch_printable, rank_zero
+from ltx_pipeline.training.resume import (
     check_compatible,
     check_same_settings,
     failure_report,
@@ -55,9 +57,7 @@ from ltx_pipeline.steps.resume import (
     restore_planned_start,
     set_aside,
 )
-from ltx_pipeline.steps.slurm import job_end_fix, require_queue, script_path, stage_job, submit_script, write_script
-from ltx_pipeline.steps.validation import stage_launch_target, validate_stage
-from ltx_pipeline.trainer_log import canonical_kind
+from ltx_pipeline.training.validation import stage_launch_target, validate_stage
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
 

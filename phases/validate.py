@@ -32,10 +32,10 @@ from ltx_pipeline.outputs.data_check import DataCheckOutputs, DataStage
 from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.outputs.validate import OtherNode, PatchRecordOutputs, ValidatedStage, ValidateOutputs
-from ltx_pipeline.steps.context import LtxContext
-from ltx_pipeline.steps.nodes import node_launch_printable, rank_zero
-from ltx_pipeline.steps.resume import refuse_incompatible_checkpoints
-from ltx_pipeline.steps.validation import (
+from ltx_pipeline.phase_context import LtxContext
+from ltx_pipeline.training.nodes import node_launch_printable, rank_zero
+from ltx_pipeline.training.resume import refuse_incompatible_checkpoints
+from ltx_pipeline.training.validation import (
     LaunchTarget,
     StageValidation,
     runtime_checks,

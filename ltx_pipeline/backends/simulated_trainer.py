@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.backends.surface import CostSurface, SurfacePoint, load_surface
+from ltx_pipeline.checkpoints.files import weights_file_name, weights_prefix
 from ltx_pipeline.env_names import SIMULATED_STEP_LOG_EVERY_ENV, SIMULATED_TIME_SCALE_ENV
 from ltx_pipeline.errors import LtxPipelineError
-from ltx_pipeline.ltx.checkpoint_files import weights_file_name, weights_prefix
 
 _STATE_KEYS = ("optimizer_type", "scheduler_type", "training_mode", "lora_rank")
 

@@ -19,8 +19,8 @@ from ltx_pipeline.cli.options import RunOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from ltx_pipeline.backends.base import TrainerBackend
+    from ltx_pipeline.phase_context import LtxContext
     from ltx_pipeline.request import RunRequest
-    from ltx_pipeline.steps.context import LtxContext
     from ltx_pipeline.store import Run, Store
     from ltx_pipeline.workspace import Workspace
 
@@ -43,11 +43,11 @@ def autotune_worker(
     nvidia_smi: Annotated[str | None, typer.Option(help="nvidia-smi executable to use on this host.")] = None,
 ) -> int:
     """Pull queued trials of a run's autotune sweep from the shared store and run them on this host."""
+    from ltx_pipeline.autotune import study as studies
+    from ltx_pipeline.autotune.hosts import find_shared
     from ltx_pipeline.cli.console import out
     from ltx_pipeline.cli.driving import open_workspace
     from ltx_pipeline.errors import EXIT_OK, BadInput, BadRequest
-    from ltx_pipeline.steps.autotune import study as studies
-    from ltx_pipeline.steps.autotune.hosts import find_shared
     from ltx_pipeline.store.location import is_sqlite, store_target
     from ltx_pipeline.workspace import DB_FILENAME, Workspace
 
@@ -78,8 +78,8 @@ def autotune_worker(
         raise BadInput(f"This host's GPU is a {host_gpu['name']}, the sweep of run {run_name} measures a "
                        f"{info['gpu']}: its trials would not measure that GPU", where="autotune-worker",
                        fix=f"run the worker on a host with a {info['gpu']}")
-    from ltx_pipeline.steps.autotune.hosts import OVER
-    from ltx_pipeline.steps.autotune.shared_sweep import work
+    from ltx_pipeline.autotune.hosts import OVER
+    from ltx_pipeline.autotune.shared_sweep import work
 
     if study.user_attrs.get(OVER) or study.user_attrs.get("finished"):
         out.print(f"The autotune sweep of run {run_name} is over: nothing to run.", markup=False)

@@ -151,7 +151,7 @@ def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any, run_name
     }
 
 
-SIMULATED_TRIAL_STEPS = 41  # what a simulated trial runs (steps.autotune.trial_settings)
+SIMULATED_TRIAL_STEPS = 41  # what a simulated trial runs (autotune.trial_settings)
 
 
 def _failed_outputs(run_root: Path, recipe: Recipe, headroom: float) -> dict[str, Any]:

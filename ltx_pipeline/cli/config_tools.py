@@ -58,7 +58,7 @@ def validate(config: Annotated[Path, typer.Argument(help="A trainer config YAML.
     from ltx_pipeline.ltx.config_paths import path_checks, unusable_paths_error
     from ltx_pipeline.ltx.launch_checks import launch_checks
     from ltx_pipeline.ltx.trainer_config import format_findings, load_trainer_config_file
-    from ltx_pipeline.steps.validation import trainer_cwd
+    from ltx_pipeline.training.validation import trainer_cwd
 
     data = load_trainer_config_file(config)
     backend = ltx_backend(trainer_root, trainer_python)

@@ -63,8 +63,8 @@ def write_demo_dataset(folder: Path, clips: int = 6, captions: bool = True) -> P
 
 def learning_lines(outputs: Path, clips: Path) -> list[str]:
     """What the demo's files show about learning, measured on the mp4s: samples vs the training clips, renders."""
+    from ltx_pipeline.evaluation.distance import pairwise_difference, sample_progress, sample_progress_line
     from ltx_pipeline.ltx.media import BadMedia
-    from ltx_pipeline.steps.sample_distance import pairwise_difference, sample_progress, sample_progress_line
 
     lines: list[str] = []
     try:
@@ -89,14 +89,14 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
                                                    "captions, holdout, the captions gate).")] = False,
          ) -> int:
     """Run the whole workflow on a toy model and generated mp4 clips (no GPU needed): probe to run summary."""
+    from ltx_pipeline.checkpoints.files import weights_files
     from ltx_pipeline.cli.console import out
     from ltx_pipeline.cli.driving import drive_run, open_workspace, prepare_run
     from ltx_pipeline.cli.render import render_status
     from ltx_pipeline.errors import BadRequest
-    from ltx_pipeline.ltx.checkpoint_files import weights_files
     from ltx_pipeline.probing.nvidia_smi import gpu_now
     from ltx_pipeline.status.report import status_report
-    from ltx_pipeline.steps.follow import log_summary
+    from ltx_pipeline.training.follow import log_summary
 
     if gpu not in DEMO_GPUS:
         raise BadRequest(f"Unknown demo GPU {gpu!r}", where="--gpu", fix="choose " + ", ".join(DEMO_GPUS))

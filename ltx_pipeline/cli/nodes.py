@@ -3,7 +3,7 @@
 The engine launches rank 0 on its own machine; every other node (or, under SLURM, every node through
 ``srun``) runs this command, which starts that node's trainer in the foreground and exits with its
 exit code. ``--prepare`` (on the batch node, before the nodes start) resumes from the newest
-checkpoint instead. What it does lives in ``steps.nodes``, imported when the command runs; this command
+checkpoint instead. What it does lives in ``training.nodes``, imported when the command runs; this command
 opens the store and hands it the run's phase rows and journal (steps never open the store).
 """
 
@@ -19,7 +19,7 @@ from ltx_pipeline.cli.options import RunOpt, WorkspaceOpt
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ltx_pipeline.steps.nodes import NodeRun
+    from ltx_pipeline.training.nodes import NodeRun
 
 __all__ = ["node_launch"]
 
@@ -45,7 +45,7 @@ def node_launch(
     """Start this node's trainer of a validated multi-node run, in the foreground (exit code: the trainer's)."""
     from ltx_pipeline.cli.console import out
     from ltx_pipeline.errors import EXIT_OK, BadInput
-    from ltx_pipeline.steps.nodes import RANK_ENV, node_log, run_foreground
+    from ltx_pipeline.training.nodes import RANK_ENV, node_log, run_foreground
 
     if not run_name:
         raise BadInput("node-launch needs the run", where="--run", fix="pass --run NAME (the same on every node)")
@@ -76,8 +76,8 @@ def _open_node_run(workspace: Path | None, name: str) -> NodeRun:
     """
     from ltx_pipeline.engine.journal import RunJournal
     from ltx_pipeline.errors import BadInput
-    from ltx_pipeline.steps.nodes import open_node_run
     from ltx_pipeline.store import Store, saved_id
+    from ltx_pipeline.training.nodes import open_node_run
     from ltx_pipeline.workspace import Workspace
 
     ws = Workspace.at(workspace)

@@ -131,7 +131,7 @@ def _request_file(path: Path) -> dict[str, Any]:
 
 
 def _remove_studies(ws: Workspace, name: str) -> list[str]:
-    from ltx_pipeline.steps.autotune.study import delete_run_studies
+    from ltx_pipeline.autotune.study import delete_run_studies
 
     return delete_run_studies(ws.root, name)
 

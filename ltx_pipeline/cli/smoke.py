@@ -25,7 +25,7 @@ from ltx_pipeline.cli.options import WorkspaceOpt
 
 if TYPE_CHECKING:
     from ltx_pipeline.backends.ltx import LtxBackend
-    from ltx_pipeline.steps.smoke import SmokeFailed, SmokeStep
+    from ltx_pipeline.smoke import SmokeFailed, SmokeStep
 
 __all__ = ["smoke"]
 
@@ -74,7 +74,7 @@ def smoke(workspace: WorkspaceOpt = None,
 def _modes(asked: list[str]) -> list[str]:
     """The modes asked for, in order, without repeats (``all``: every one); an unknown one is a BadRequest."""
     from ltx_pipeline.errors import BadRequest
-    from ltx_pipeline.steps.smoke import SMOKE_MODES
+    from ltx_pipeline.smoke import SMOKE_MODES
 
     names = [name for value in asked for name in (SMOKE_MODES if value == "all" else [value])]
     unknown = [name for name in names if name not in SMOKE_MODES]
@@ -100,7 +100,7 @@ Outcome = tuple[datetime, float, "SmokeFailed | None"]
 def _run_modes(backend: LtxBackend, modes: list[str], scratch: Path, *, quiet: bool) -> dict[str, Outcome]:
     """Each mode's start, seconds (the shared steps' included) and failure, the shared steps run once."""
     from ltx_pipeline.ltx.modes import MODES
-    from ltx_pipeline.steps.smoke import SmokeFailed, prepare_smoke, run_mode
+    from ltx_pipeline.smoke import SmokeFailed, prepare_smoke, run_mode
 
     several = len(modes) > 1
 
@@ -146,8 +146,8 @@ def _print_mode(name: str, seconds: float, failure: SmokeFailed | None) -> None:
 def _record(workspace: Path, backend: LtxBackend, mode: str, outcome: Outcome, kept: dict[Path, Path]
             ) -> dict[str, Any]:
     """Save the mode's record (and keep a failed step's log beside it); return it as printed."""
-    from ltx_pipeline.steps.smoke import SmokeRecord, save_record
-    from ltx_pipeline.steps.smoke.identity import smoke_command, smoke_identity
+    from ltx_pipeline.smoke import SmokeRecord, save_record
+    from ltx_pipeline.smoke.identity import smoke_command, smoke_identity
 
     started, seconds, failure = outcome
     record = SmokeRecord(key=smoke_identity(backend, mode), passed=failure is None, mode=mode,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import TaskID
 
-    from ltx_pipeline.steps.follow import Snapshot
+    from ltx_pipeline.training.follow import Snapshot
 
 __all__ = ["TrainingProgressBar", "render_live", "stop"]
 
@@ -33,8 +33,8 @@ def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
          terminate_timeout: Annotated[float, typer.Option(help="Seconds to wait after SIGTERM.")] = 15.0) -> int:
     """Stop the run's training: SIGINT to its process group, then SIGTERM, then SIGKILL (a SLURM job: scancel)."""
     from ltx_pipeline.engine.journal import RunJournal
-    from ltx_pipeline.steps.follow import request_stop
     from ltx_pipeline.store import Store, saved_id
+    from ltx_pipeline.training.follow import request_stop
     from ltx_pipeline.workspace import Workspace
 
     ws = Workspace.at(workspace)

@@ -283,8 +283,8 @@ def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
     from ltx_pipeline.cli.render import print_json, render_status
     from ltx_pipeline.errors import EXIT_OK, BadRequest
     from ltx_pipeline.status.report import status_report
-    from ltx_pipeline.steps import trainer_readers
     from ltx_pipeline.store.reader import StoreReader
+    from ltx_pipeline.training import readers as trainer_readers
     from ltx_pipeline.workspace import Workspace
 
     ws = Workspace.at(workspace)

@@ -26,7 +26,7 @@ __all__ = ["RunContext"]
 Narrator = Callable[[str, str], None]
 OutputsT = TypeVar("OutputsT", bound=PhaseOutputs)
 # The engine knows neither the LTX request nor the trainer backends: the context is generic over both, and
-# phases name the concrete pair (``steps.context.LtxContext``: ``RunContext[RunRequest, TrainerBackend]``).
+# phases name the concrete pair (``phase_context.LtxContext``: ``RunContext[RunRequest, TrainerBackend]``).
 RequestT = TypeVar("RequestT")
 BackendT = TypeVar("BackendT")
 

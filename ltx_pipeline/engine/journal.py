@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ltx_pipeline.engine import slurm
 from ltx_pipeline.engine.processes import (
     exit_record,
     heartbeat_fresh,
@@ -26,6 +25,8 @@ from ltx_pipeline.engine.processes import (
     pause_unless_exit,
     stop_group,
 )
+from ltx_pipeline.slurm import queue as slurm
+from ltx_pipeline.slurm.queue import Submitted
 from ltx_pipeline.store import Process, Store, saved_id
 from ltx_pipeline.store.models import utcnow
 
@@ -84,16 +85,6 @@ class Launchable(Protocol):
     def printable(self) -> str: ...
 
     def to_record(self) -> dict[str, Any]: ...
-
-
-@dataclass(frozen=True)
-class Submitted:
-    """A job handed to a cluster scheduler (SLURM): its id and the exact submission command."""
-
-    job_id: int
-    argv: tuple[str, ...]
-    cwd: Path
-    printable: str
 
 
 @dataclass(frozen=True)

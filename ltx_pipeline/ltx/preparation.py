@@ -5,7 +5,7 @@ hold out 4"), and the prepare phase carries out exactly this. Pure functions: th
 nothing is read or written here.
 
 Rules (the official workflow's Phase 5): media are staged under the run's ``dataset/``; every video of a
-folder or a single video file is looked at for scene cuts (``steps/scenes.py``, at plan time: the plan
+folder or a single video file is looked at for scene cuts (``scenes/detect.py``, at plan time: the plan
 states the scenes found), and a video with more than one scene is split into one clip per scene, whatever
 its length; scenes shorter than the smallest bucket's frames are dropped and listed (the trainer cannot
 fill a bucket from them); a video of one scene is staged as it is. Only clips without a caption are
@@ -151,7 +151,7 @@ def plan_preparation(*, dataset: dict[str, Any], facts: dict[str, dict[str, Any]
                      holdout: int | None, holdout_file: str | None, scans: dict[str, dict[str, Any]],
                      min_frames: int, detector: str) -> PreparationPlan:
     """Decide the prepare phase's work from the probe's dataset record and clip facts, and the scene cuts
-    ``scans`` found in ``videos_to_scan`` (path -> ``steps.scenes.scan_videos``'s record).
+    ``scans`` found in ``videos_to_scan`` (path -> ``scenes.detect.scan_videos``'s record).
 
     Raises:
         BadDataset: the input needs preparing but the mode needs columns a folder cannot give.

@@ -14,7 +14,7 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class SamplesUsed(BaseModel):
-    """What the trainer trained on, from its own log (or the latent files): ``steps.samples_used``."""
+    """What the trainer trained on, from its own log (or the latent files): ``training.samples_used``."""
 
     model_config = _FROZEN
 

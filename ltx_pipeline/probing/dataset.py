@@ -20,9 +20,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ltx_pipeline.checkpoints.files import STATE_RE as _STATE
+from ltx_pipeline.checkpoints.files import WEIGHTS_RE as _WEIGHTS
 from ltx_pipeline.errors import BadDataset
-from ltx_pipeline.ltx.checkpoint_files import STATE_RE as _STATE
-from ltx_pipeline.ltx.checkpoint_files import WEIGHTS_RE as _WEIGHTS
 from ltx_pipeline.ltx.metadata import metadata_columns, read_metadata_rows, resolve_media
 from ltx_pipeline.probing._clips import ClipsReport, media_files, media_rows, read_clips
 from ltx_pipeline.probing._dataset_records import (

@@ -7,8 +7,8 @@ times only ("measuring step time..." until two clean samples exist), GPU utilisa
 now (nvidia-smi, best effort, short timeout, omitted when absent), latest checkpoint and sample,
 W&B URL, and "stalled" when the log has not grown for the stall threshold. The engine knows no
 trainer: the caller hands in what reads the trainer's side, ``log_summary``
-(``ltx_pipeline.steps.follow.log_summary``) for the log's tail, ``weights_files``
-(``ltx_pipeline.ltx.checkpoint_files.weights_files``) for the checkpoints on disk and ``gpus``
+(``ltx_pipeline.training.follow.log_summary``) for the log's tail, ``weights_files``
+(``ltx_pipeline.checkpoints.files.weights_files``) for the checkpoints on disk and ``gpus``
 (``ltx_pipeline.probing.nvidia_smi.gpu_now``) for the GPUs now; without them, the figures come
 from what the store recorded (metrics, checkpoints) and no GPU line is shown.
 
@@ -30,9 +30,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ltx_pipeline.engine import slurm
 from ltx_pipeline.engine.processes import exit_record, heartbeat_fresh, host_id, is_alive
 from ltx_pipeline.env_names import STALL_SECONDS_ENV
+from ltx_pipeline.slurm import queue as slurm
 from ltx_pipeline.status.stored import planned_steps, stage_count, stage_finished, stage_output_dirs
 from ltx_pipeline.store.rows import saved_id
 

@@ -26,7 +26,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from ltx_pipeline.errors import LtxPipelineError, UnsafePath
-from ltx_pipeline.steps.memory_figures import format_gb
+from ltx_pipeline.reports.memory_figures import format_gb
 from ltx_pipeline.ui.access import TokenGate
 from ltx_pipeline.ui.files import MEDIA_TYPES, servable
 from ltx_pipeline.ui.source import StoreSource

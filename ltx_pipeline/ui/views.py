@@ -19,8 +19,8 @@ from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.evaluate import EvaluateOutputs
 from ltx_pipeline.outputs.train import TrainOutputs
 from ltx_pipeline.status.report import status_report
-from ltx_pipeline.steps import trainer_readers
 from ltx_pipeline.store.rows import saved_id
+from ltx_pipeline.training import readers as trainer_readers
 from ltx_pipeline.ui.configs import stage_configs
 from ltx_pipeline.ui.documents import run_documents
 from ltx_pipeline.ui.media import eval_renders, sample_grid

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from ltx_pipeline.cli import main
-from ltx_pipeline.steps.resume import failure_report
+from ltx_pipeline.training.resume import failure_report
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "trainer_logs" / "diagnose"
 

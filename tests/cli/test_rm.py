@@ -55,7 +55,7 @@ def test_rm_removes_the_run_its_folder_and_studies_and_keeps_everything_else(
         store_kind: str) -> None:
     import optuna
 
-    from ltx_pipeline.steps.autotune.study import rdb_storage, storage_for
+    from ltx_pipeline.autotune.study import rdb_storage, storage_for
 
     _planned(capsys, workspace, clips_dataset, fake_smi(H100_SMI), "r1", "r10")
     data_before = _tree(clips_dataset.parent)

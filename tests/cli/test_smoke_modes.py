@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from ltx_pipeline import smoke as smoke_steps
 from ltx_pipeline.cli import main
 from ltx_pipeline.ltx.modes import MODES, Mode
-from ltx_pipeline.steps import smoke as smoke_steps
-from ltx_pipeline.steps.smoke import SmokeFailed, SmokeResult, SmokeStep
-from ltx_pipeline.steps.smoke.run import Report
+from ltx_pipeline.smoke import SmokeFailed, SmokeResult, SmokeStep
+from ltx_pipeline.smoke.run import Report
 from tests.conftest import make_tree
 
 TRAINER = "packages/ltx-trainer"

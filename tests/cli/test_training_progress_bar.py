@@ -8,7 +8,7 @@ import threading
 from rich.console import Console
 
 from ltx_pipeline.cli.training import TrainingProgressBar
-from ltx_pipeline.steps.follow import Snapshot
+from ltx_pipeline.training.follow import Snapshot
 
 
 def _snapshot(step: int | None, loss: float | None, *, alive: bool = True, finished: bool = False) -> Snapshot:

@@ -62,7 +62,7 @@ def worker(tmp_path: Path, store_url: str, host: str, *extra: str, scale: str = 
 
 def study(store_url: str, tmp_path: Path) -> Any | None:
     """The run's study once the driver has opened it for several hosts, else None."""
-    from ltx_pipeline.steps.autotune.hosts import find_shared
+    from ltx_pipeline.autotune.hosts import find_shared
     from ltx_pipeline.store.location import optuna_storage
 
     return find_shared(optuna_storage(store_url, tmp_path / "optuna.db"), "r1")
@@ -169,7 +169,7 @@ def test_driver_and_worker_share_the_sweep_and_find_the_single_host_winner(store
 def test_a_killed_workers_trial_is_reclaimed_and_run_again(store_url: str, tmp_path: Path) -> None:
     from optuna.trial import TrialState
 
-    from ltx_pipeline.steps.autotune.hosts import lost_reasons
+    from ltx_pipeline.autotune.hosts import lost_reasons
 
     # The two configs queued after the baseline settle neither of each other: the lost one must run again.
     driver = start_driver(tmp_path, store_url, scale="0.05", both_fit=False)

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-import ltx_pipeline.steps.autotune.trial_runner as trial_runner
+import ltx_pipeline.autotune.trial_runner as trial_runner
 import phases
+from ltx_pipeline.autotune._trial import TrialSettings
 from ltx_pipeline.cli import main
 from ltx_pipeline.ltx.data_check import data_identity, model_identity
-from ltx_pipeline.steps.autotune._trial import TrialSettings
-from ltx_pipeline.steps.preprocess import IDENTITY_FILE
+from ltx_pipeline.preprocessing.run import IDENTITY_FILE
 from tests.conftest import H100_SMI, LTX_METADATA, write_safetensors
 from tests.phases.test_autotune import with_autotune
 from tests.phases.test_data_config_validate import snapshot, write_latents

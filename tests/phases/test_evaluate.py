@@ -27,12 +27,12 @@ from ltx_pipeline.backends.simulated import SimulatedBackend
 from ltx_pipeline.cli import main
 from ltx_pipeline.engine.journal import RunJournal
 from ltx_pipeline.errors import RunFailed
+from ltx_pipeline.evaluation.render import EvalJob, EvalRenderer
 from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.evaluation import EvalPrompt
 from ltx_pipeline.ltx.media import BadMedia, read_frames
-from ltx_pipeline.steps.evaluation import EvalJob, EvalRenderer
-from ltx_pipeline.steps.validation import LaunchTarget
 from ltx_pipeline.store import Store
+from ltx_pipeline.training.validation import LaunchTarget
 from tests.conftest import FAKE_UV, GEMMA_FOLDER, H100_SMI, REPO, make_tree, safetensors_bytes
 from tests.phases.test_prepare import clip_folder
 from tests.phases.train_helpers import clips, simulated_args, store_of, training_registered  # noqa: F401

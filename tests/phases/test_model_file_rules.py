@@ -26,7 +26,7 @@ from ltx_pipeline.ltx.model_files import (
     stg_blocks_checks,
     text_encoder_8bit_checks,
 )
-from ltx_pipeline.steps.validation import LaunchTarget, runtime_checks
+from ltx_pipeline.training.validation import LaunchTarget, runtime_checks
 from tests.conftest import RTX5090_SMI, make_tree
 
 GEMMA3 = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text"}}

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ltx_pipeline.checkpoints.files import resume_restores
 from ltx_pipeline.cli import main
-from ltx_pipeline.ltx.checkpoint_files import resume_restores
 from tests.conftest import H100_SMI
 from tests.phases.train_helpers import REPO, drive_until_validate, mp4_clips, reference_args, resume, store_of
 
@@ -74,7 +74,7 @@ def test_validation_counts_the_processes_of_every_node_against_the_samples(works
 def test_prepare_resumes_the_stage_from_its_newest_complete_pair(workspace, tmp_path, fake_smi, monkeypatch,
                                                                    capsys):
     """What a requeued SLURM job runs on its batch node before the nodes start: no restart at step 0."""
-    from ltx_pipeline.steps.resume import config_fingerprint
+    from ltx_pipeline.training.resume import config_fingerprint
 
     args = reference_args(workspace, mp4_clips(tmp_path / "data", n=4), fake_smi(H100_SMI), "--nodes", "2",
                           "--main-ip", "127.0.0.1", "--processes", "1", "--steps", "4")

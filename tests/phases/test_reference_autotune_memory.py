@@ -13,9 +13,9 @@ import re
 
 import pytest
 
-import ltx_pipeline.steps.autotune.trial_runner as trial_runner
+import ltx_pipeline.autotune.trial_runner as trial_runner
 import phases
-from ltx_pipeline.steps.autotune._trial import REFERENCE_UNMEASURED, TrialSettings
+from ltx_pipeline.autotune._trial import REFERENCE_UNMEASURED, TrialSettings
 from tests.phases.test_autotune import with_autotune
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from ltx_pipeline.cli import main
 from ltx_pipeline.ltx.media import read_media_info
-from ltx_pipeline.steps.scene_footage import Shot, write_footage
+from ltx_pipeline.scenes.footage import Shot, write_footage
 from tests.conftest import H100_SMI
 from tests.phases.train_helpers import reference_args, store_of, training_registered  # noqa: F401
 

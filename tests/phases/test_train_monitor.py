@@ -11,7 +11,7 @@ import yaml
 
 from ltx_pipeline.cli import main
 from ltx_pipeline.status.live import live_training
-from ltx_pipeline.steps.follow import log_summary
+from ltx_pipeline.training.follow import log_summary
 from tests.phases.train_helpers import (
     SURFACE,
     clips,

@@ -1,6 +1,6 @@
 """At the demo's settings the toy visibly learns: samples move toward the training clips, and captions matter.
 
-Measured on the mp4 files the trainer writes (``steps.sample_distance``), as a user would see them: the
+Measured on the mp4 files the trainer writes (``evaluation.distance``), as a user would see them: the
 step-0 samples are the random base's, the last step's the LoRA's.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ltx_pipeline.cli.demo import DEMO_LEARNING_RATE, write_demo_dataset
-from ltx_pipeline.steps.sample_distance import pairwise_difference, sample_progress
+from ltx_pipeline.evaluation.distance import pairwise_difference, sample_progress
 from tests.reference_trainer.conftest import Project, run_trainer
 
 STEPS = 60  # the demo's

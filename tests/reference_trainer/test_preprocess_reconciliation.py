@@ -19,7 +19,7 @@ from ltx_pipeline.errors import RunFailed
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.modes import MODES
 from ltx_pipeline.ltx.precomputed import inspect_precomputed
-from ltx_pipeline.steps import preprocess as step
+from ltx_pipeline.preprocessing import run as step
 
 BUCKETS = "64x64x17"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from conftest import REPO, train_in_process
 
-from ltx_pipeline.ltx.checkpoint_files import resume_restores
+from ltx_pipeline.checkpoints.files import resume_restores
 
 LR_LINE = re.compile(r"Step (\d+)/\d+ - Loss: \S+, LR: (\S+),")
 STEPS, INTERVAL, LR = 12, 4, 1e-4

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-import ltx_pipeline.steps.autotune.trial_runner as trial_runner
+import ltx_pipeline.autotune.trial_runner as trial_runner
+from ltx_pipeline.autotune._trial import TrialSettings
 from ltx_pipeline.cli import main
-from ltx_pipeline.steps.autotune._trial import TrialSettings
 from tests.conftest import H100_SMI
 from tests.phases.train_helpers import mp4_clips, reference_args, store_of
 

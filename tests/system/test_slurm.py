@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from ltx_pipeline.cli import main
-from ltx_pipeline.engine.slurm import parse_sacct
-from ltx_pipeline.steps.slurm import SlurmJob, render_script, stage_job, write_script
+from ltx_pipeline.slurm import SlurmJob, render_script, stage_job, write_script
+from ltx_pipeline.slurm.queue import parse_sacct
 from tests.phases.train_helpers import (  # noqa: F401 - training_registered is a fixture
     clips,
     resume,
@@ -437,7 +437,7 @@ def test_a_job_sbatch_refuses_is_a_bad_input_in_sbatchs_words_and_nothing_is_rec
 
 def test_a_job_waiting_in_the_queue_is_not_a_stall_but_a_silent_running_one_is(tmp_path, cluster) -> None:
     from ltx_pipeline.engine.journal import ProcessHandle
-    from ltx_pipeline.steps.follow import TrainingFollower
+    from ltx_pipeline.training.follow import TrainingFollower
 
     handle = ProcessHandle(1, "train", 1, JOB, 0.0, f"slurm:{JOB}", tmp_path / "train.node0.log", 0, "running",
                            f"sbatch --parsable {tmp_path / 'train.sbatch'}")

@@ -36,13 +36,13 @@ def _contract(name_start: str) -> Any:
 @pytest.mark.parametrize(("contract", "importer", "imported"), [
     ("Phases are independent", "phases.data_check", "phases.config_patch"),
     ("Phases are independent", "phases.train", "phases.monitor"),
-    ("Steps and phases never open the store", "ltx_pipeline.steps.nodes", "ltx_pipeline.store.store"),
-    ("Steps and phases never open the store", "ltx_pipeline.steps.autotune.study", "ltx_pipeline.store"),
-    ("Steps and phases never open the store", "phases.train", "ltx_pipeline.store.models"),
-    ("Only the CLI uses typer and rich", "ltx_pipeline.steps.summary", "rich"),
+    ("Phases and the rooms they use never open the store", "ltx_pipeline.training.nodes", "ltx_pipeline.store.store"),
+    ("Phases and the rooms they use never open the store", "ltx_pipeline.autotune.study", "ltx_pipeline.store"),
+    ("Phases and the rooms they use never open the store", "phases.train", "ltx_pipeline.store.models"),
+    ("Only the CLI uses typer and rich", "ltx_pipeline.reports.summary", "rich"),
     ("Only the CLI uses typer and rich", "ltx_pipeline.backends.ltx", "typer"),
     ("torch and optuna stay out", "ltx_pipeline.backends.reference", "torch"),
-    ("torch and optuna stay out", "ltx_pipeline.steps.evaluation", "optuna"),
+    ("torch and optuna stay out", "ltx_pipeline.evaluation.render", "optuna"),
 ])
 def test_a_forbidden_import_breaks_its_contract(contract: str, importer: str, imported: str) -> None:
     """Each contract is kept by the code as it is, and broken by the one import it exists to stop."""

@@ -14,9 +14,9 @@ from ltx_pipeline.ltx.audio_choice import VIDEO_ONLY_TARGETS, decide_audio, trai
 from ltx_pipeline.ltx.config_patch import apply_patches, check_patched, patches_for_stage
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.trainer_config import data_sources
+from ltx_pipeline.reports.summary import render_summary
 from ltx_pipeline.request import build_request
-from ltx_pipeline.steps.samples_used import check_samples_used, samples_used
-from ltx_pipeline.steps.summary import render_summary
+from ltx_pipeline.training.samples_used import check_samples_used, samples_used
 from tests.unit.test_config_patch import SHIPPED, _real_paths, _recipe
 
 

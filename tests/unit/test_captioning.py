@@ -26,11 +26,8 @@ import pytest
 
 pytest.importorskip("av")
 
-from ltx_pipeline.errors import BadInput, RunFailed  # noqa: E402
-from ltx_pipeline.ltx.media import write_video  # noqa: E402
-from ltx_pipeline.ltx.sample_clips import moving_square  # noqa: E402
-from ltx_pipeline.steps import captioning  # noqa: E402
-from ltx_pipeline.steps.captioning import (  # noqa: E402
+from ltx_pipeline import captioning  # noqa: E402
+from ltx_pipeline.captioning import (  # noqa: E402
     DEFAULT_VLLM_URL,
     OfflineCaptioner,
     TrainerScriptCaptioner,
@@ -38,9 +35,12 @@ from ltx_pipeline.steps.captioning import (  # noqa: E402
     describe_clip,
     make_captioner,
 )
-from ltx_pipeline.steps.captioning import offline as offline_module  # noqa: E402
-from ltx_pipeline.steps.captioning._captions_file import strip_trigger  # noqa: E402
-from ltx_pipeline.steps.captioning.offline import OFFLINE_VERSION  # noqa: E402
+from ltx_pipeline.captioning import offline as offline_module  # noqa: E402
+from ltx_pipeline.captioning._captions_file import strip_trigger  # noqa: E402
+from ltx_pipeline.captioning.offline import OFFLINE_VERSION  # noqa: E402
+from ltx_pipeline.errors import BadInput, RunFailed  # noqa: E402
+from ltx_pipeline.ltx.media import write_video  # noqa: E402
+from ltx_pipeline.ltx.sample_clips import moving_square  # noqa: E402
 from tests.conftest import FAKE_UV, REPO, SHARED, make_tree  # noqa: E402
 
 FAKE_SCRIPT = Path(__file__).resolve().parents[1] / "fixtures" / "fake_checkout" / "scripts" / "caption_videos.py"
@@ -292,7 +292,7 @@ def test_an_interrupt_stops_the_script_and_the_next_call_captions_only_the_rest(
 _DRIVER = """
 import sys
 from pathlib import Path
-from ltx_pipeline.steps.captioning import TrainerScriptCaptioner
+from ltx_pipeline.captioning import TrainerScriptCaptioner
 captioner = TrainerScriptCaptioner("qwen_omni", trainer_root=Path(sys.argv[1]), uv=sys.argv[2], poll_s=0.02)
 captioner.caption([Path(p) for p in sys.argv[5:]], Path(sys.argv[3]), workspace=Path(sys.argv[4]))
 """

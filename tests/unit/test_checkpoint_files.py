@@ -1,10 +1,10 @@
-"""The trainer's checkpoint file names, built and found in one place (``ltx.checkpoint_files``)."""
+"""The trainer's checkpoint file names, built and found in one place (``checkpoints.files``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ltx_pipeline.ltx.checkpoint_files import (
+from ltx_pipeline.checkpoints.files import (
     WEIGHTS_RE,
     final_weights_name,
     state_file_name,

@@ -18,7 +18,7 @@ import yaml
 from ltx_pipeline.backends.reference import ReferenceBackend
 from ltx_pipeline.errors import EXIT_BAD_INPUT, BadConfig
 from ltx_pipeline.ltx.config_paths import path_checks, unusable_paths_error
-from ltx_pipeline.steps.validation import LaunchTarget, validate_stage
+from ltx_pipeline.training.validation import LaunchTarget, validate_stage
 
 IMAGE = "validation.samples[0].conditions[0].image_or_video"
 

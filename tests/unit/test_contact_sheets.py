@@ -20,11 +20,12 @@ pytest.importorskip("av")
 
 from PIL import Image  # noqa: E402
 
+from ltx_pipeline.evaluation import sheet as eval_sheet
+from ltx_pipeline.evaluation.sheet import SheetEntry, write_eval_sheet  # noqa: E402
 from ltx_pipeline.ltx.media import write_video  # noqa: E402
-from ltx_pipeline.steps import contact_sheet, eval_sheet  # noqa: E402
-from ltx_pipeline.steps.contact_sheet import MAX_ROWS, choose_steps, write_contact_sheet  # noqa: E402
-from ltx_pipeline.steps.eval_sheet import SheetEntry, write_eval_sheet  # noqa: E402
-from ltx_pipeline.steps.sheet_drawing import encode_sheet  # noqa: E402
+from ltx_pipeline.reports import contact_sheet  # noqa: E402
+from ltx_pipeline.reports.contact_sheet import MAX_ROWS, choose_steps, write_contact_sheet  # noqa: E402
+from ltx_pipeline.reports.drawing import encode_sheet  # noqa: E402
 
 FIVE_MB = 5_000_000
 PROMPTS = [

@@ -13,8 +13,8 @@ pytest.importorskip("matplotlib")
 
 from PIL import Image  # noqa: E402
 
+from ltx_pipeline.evaluation.sheet import LABEL_MAX_LINES, SheetEntry, label_lines, write_eval_sheet  # noqa: E402
 from ltx_pipeline.ltx.media import write_video  # noqa: E402
-from ltx_pipeline.steps.eval_sheet import LABEL_MAX_LINES, SheetEntry, label_lines, write_eval_sheet  # noqa: E402
 
 RED, GREEN, BLUE = (255, 0, 0), (0, 255, 0), (0, 0, 255)
 LONG_PROMPT = ("A slow dolly shot through a rain-soaked neon alley at night, reflections shimmering on the wet "

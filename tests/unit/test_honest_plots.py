@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltx_pipeline.steps.summary import plot_loss
+from ltx_pipeline.reports.summary import plot_loss
 
 pytest.importorskip("matplotlib")
 
@@ -101,7 +101,7 @@ def _sweep(trials: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_autotune_axes_start_at_zero_and_name_the_toys_scaled_gib(tmp_path, saved_figures) -> None:
-    from ltx_pipeline.steps.autotune._report import write_reports
+    from ltx_pipeline.autotune._report import write_reports
 
     source = "reference trainer accounting (scaled x 30600)"
     # Three step times within 1.2 % of each other: the old axis spanned 0.580-0.587 s.
@@ -119,7 +119,7 @@ def test_autotune_axes_start_at_zero_and_name_the_toys_scaled_gib(tmp_path, save
 
 
 def test_a_gpu_measured_sweep_says_measured_gib(tmp_path, saved_figures) -> None:
-    from ltx_pipeline.steps.autotune._report import write_reports
+    from ltx_pipeline.autotune._report import write_reports
 
     write_reports(tmp_path, tmp_path, _sweep([_trial(0, 2.1, 60.0, "vram sampler (nvml)"),
                                               _trial(1, 1.5, 70.5, "trainer statistic")]))
@@ -129,7 +129,7 @@ def test_a_gpu_measured_sweep_says_measured_gib(tmp_path, saved_figures) -> None
 
 
 def test_step_times_by_trial_start_at_zero(tmp_path, saved_figures) -> None:
-    from ltx_pipeline.steps.autotune._report import write_reports
+    from ltx_pipeline.autotune._report import write_reports
 
     trials = [{**_trial(i, 0.58 + i / 1000, 1.0, "x"), "peak_vram_gb": None, "validation_peak_vram_gb": None,
                "peak_source": None, "validation_peak_source": None, "assumed_fit": True,

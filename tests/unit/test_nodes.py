@@ -17,7 +17,7 @@ from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.recipe import build_recipe
 from ltx_pipeline.ltx.tiers import Tier
 from ltx_pipeline.request import build_request
-from ltx_pipeline.steps.nodes import node_launch_argv, node_log
+from ltx_pipeline.training.nodes import node_launch_argv, node_log
 from tests.conftest import make_tree
 
 TRAINER = "packages/ltx-trainer"

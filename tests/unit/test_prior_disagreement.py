@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ltx_pipeline.steps.autotune.prior import prior_disagreement
+from ltx_pipeline.autotune.prior import prior_disagreement
 
 
 class _FitsAll:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import yaml
 
+from ltx_pipeline.captioning import DEFAULT_VLLM_URL as CAPTIONING_URL
 from ltx_pipeline.ltx.preparation import DEFAULT_VLLM_URL
 from ltx_pipeline.request import build_request, load_request, save_request
-from ltx_pipeline.steps.captioning import DEFAULT_VLLM_URL as CAPTIONING_URL
 
 
 def test_the_default_captioner_follows_the_backend_and_is_stored_as_not_asked() -> None:

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ltx_pipeline.errors import ResumeRefused
-from ltx_pipeline.steps.resume import (
+from ltx_pipeline.training.resume import (
     check_compatible,
     checkpoint_pairs,
     failure_report,

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ltx_pipeline.ltx.media import write_video
-from ltx_pipeline.steps.sample_distance import (
+from ltx_pipeline.evaluation.distance import (
     nearest_clip_distance,
     pairwise_difference,
     sample_progress,
     sample_progress_line,
 )
+from ltx_pipeline.ltx.media import write_video
 
 
 def _solid(path: Path, rgb: tuple[int, int, int], frames: int = 9, size: tuple[int, int] = (64, 96)) -> Path:

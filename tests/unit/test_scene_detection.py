@@ -1,4 +1,4 @@
-"""Scene detection on real mp4s of textured, moving shots (``steps.scene_footage``): cuts found whatever the
+"""Scene detection on real mp4s of textured, moving shots (``scenes.footage``): cuts found whatever the
 video's length, colour-only cuts found, fast motion and flashes not cut, short scenes dropped by the bucket."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from ltx_pipeline.ltx.media import read_media_info  # noqa: E402
 from ltx_pipeline.ltx.modes import get_mode  # noqa: E402
 from ltx_pipeline.ltx.preparation import PreparationPlan, plan_preparation  # noqa: E402
 from ltx_pipeline.probing import read_clips  # noqa: E402
-from ltx_pipeline.steps.scene_footage import Shot, true_cuts, write_footage  # noqa: E402
-from ltx_pipeline.steps.scenes import DETECTOR, Scene, cut_scenes, detect_scenes, scan_videos  # noqa: E402
+from ltx_pipeline.scenes.detect import DETECTOR, Scene, cut_scenes, detect_scenes, scan_videos  # noqa: E402
+from ltx_pipeline.scenes.footage import Shot, true_cuts, write_footage  # noqa: E402
 
 FPS = 24
 
@@ -134,7 +134,7 @@ def test_an_object_jumping_across_a_still_picture_is_no_cut(tmp_path: Path) -> N
 def test_the_cuts_of_a_file_are_cached_until_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from ltx_pipeline.steps import scenes
+    from ltx_pipeline.scenes import detect as scenes
 
     class Cache:
         def __init__(self) -> None:

@@ -7,9 +7,9 @@ import stat
 from pathlib import Path
 
 from ltx_pipeline.backends.ltx import LtxBackend
-from ltx_pipeline.steps.smoke import SmokeRecord, save_record
-from ltx_pipeline.steps.smoke.finding import SMOKE_ITEM, smoke_finding
-from ltx_pipeline.steps.smoke.identity import smoke_command, smoke_identity
+from ltx_pipeline.smoke import SmokeRecord, save_record
+from ltx_pipeline.smoke.finding import SMOKE_ITEM, smoke_finding
+from ltx_pipeline.smoke.identity import smoke_command, smoke_identity
 from tests.conftest import make_tree
 
 TRAINER = "packages/ltx-trainer"

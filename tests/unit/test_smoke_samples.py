@@ -18,9 +18,9 @@ import yaml
 from ltx_pipeline.ltx.config_patch import Patch
 from ltx_pipeline.ltx.modes import MODES
 from ltx_pipeline.ltx.sample_clips import write_clip
-from ltx_pipeline.steps.smoke import SMOKE_MODES, SmokeFailed
-from ltx_pipeline.steps.smoke.data import align_reference_audio, write_data
-from ltx_pipeline.steps.smoke.samples import check_sample, condition_patches, sample_suffix
+from ltx_pipeline.smoke import SMOKE_MODES, SmokeFailed
+from ltx_pipeline.smoke.data import align_reference_audio, write_data
+from ltx_pipeline.smoke.samples import check_sample, condition_patches, sample_suffix
 
 BUCKET = (64, 64, 25)
 EXTEND = {"training_strategy": {"name": "flexible", "video": {"is_generated": True, "latents_dir": "latents",

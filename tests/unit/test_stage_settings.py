@@ -15,7 +15,7 @@ import yaml
 
 from ltx_pipeline.errors import ResumeRefused
 from ltx_pipeline.ltx.stage_settings import KEPT_SETTINGS, changed_settings
-from ltx_pipeline.steps.resume import CheckpointPair, check_same_settings
+from ltx_pipeline.training.resume import CheckpointPair, check_same_settings
 
 # As the trainer saves it: its whole model, defaults included, numbers as it parsed them.
 STARTED: dict[str, Any] = {

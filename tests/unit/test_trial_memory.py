@@ -16,9 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from ltx_pipeline.ltx.autotune import SweepPlanner, search_space
-from ltx_pipeline.steps.autotune._report import render_log, render_markdown, trial_line
-from ltx_pipeline.steps.autotune._trial import (
+from ltx_pipeline.autotune._report import render_log, render_markdown, trial_line
+from ltx_pipeline.autotune._trial import (
     REFERENCE_UNMEASURED,
     UNMEASURED,
     TrialMemory,
@@ -26,8 +25,9 @@ from ltx_pipeline.steps.autotune._trial import (
     _peaks,
     whole_words,
 )
-from ltx_pipeline.steps.memory_figures import format_gb
-from ltx_pipeline.steps.vram_sampler import IDLE_MIB, ResourceSampler, nvidia_smi_reader
+from ltx_pipeline.autotune.vram_sampler import IDLE_MIB, ResourceSampler, nvidia_smi_reader
+from ltx_pipeline.ltx.autotune import SweepPlanner, search_space
+from ltx_pipeline.reports.memory_figures import format_gb
 from ltx_pipeline.trainer_log import TrainingProgress
 
 GIB = 1024**3

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from ltx_pipeline.cli import main
-from ltx_pipeline.steps.summary import plot_loss, plot_step_time, render_summary
+from ltx_pipeline.reports.summary import plot_loss, plot_step_time, render_summary
 from ltx_pipeline.trainer_log import FAILURE_KINDS, classify_failure
 from tests.phases.train_helpers import training_registered  # noqa: F401 - fixture
 
@@ -144,7 +144,7 @@ def _plotted(fig: Any) -> list[tuple[float, float]]:
 
 def test_autotune_plot_never_draws_a_failed_trial_at_0_s_nor_an_unmeasured_one_on_the_memory_axis(
         tmp_path, saved_figures) -> None:
-    from ltx_pipeline.steps.autotune._report import write_reports
+    from ltx_pipeline.autotune._report import write_reports
 
     write_reports(tmp_path, tmp_path, SWEEP)
     [fig] = saved_figures
@@ -157,7 +157,7 @@ def test_autotune_plot_never_draws_a_failed_trial_at_0_s_nor_an_unmeasured_one_o
 
 
 def test_autotune_plot_without_any_memory_figure_shows_step_times_by_trial(tmp_path, saved_figures) -> None:
-    from ltx_pipeline.steps.autotune._report import write_reports
+    from ltx_pipeline.autotune._report import write_reports
 
     note = "memory not measured on the reference backend without `reference_memory_scale` in run.yaml"
     trials = [_trial(i, "fit", 0.5 + i / 10, None, assumed_fit=True, memory_note=note) for i in range(3)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from ltx_pipeline.steps.vram_sampler import ResourceSampler, nvidia_smi_reader, process_tree_rss
+from ltx_pipeline.autotune.vram_sampler import ResourceSampler, nvidia_smi_reader, process_tree_rss
 
 
 def test_nvidia_smi_reader_keeps_the_trials_gpus_and_skips_odd_lines(fake_smi) -> None:

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from ltx_pipeline.steps import follow as follow_module
-from ltx_pipeline.steps.follow import TrainingFollower
 from ltx_pipeline.trainer_log import Event, LogFollower, LogParser, StepEvent, TrainingProgress, parse_lines
+from ltx_pipeline.training import follow as follow_module
+from ltx_pipeline.training.follow import TrainingFollower
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "trainer_logs"
 LOCATIONS = ("trainer.py:311", "validation_runner.py:612", "trainer.py:963")

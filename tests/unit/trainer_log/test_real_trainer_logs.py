@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ltx_pipeline.steps.follow import log_summary
 from ltx_pipeline.trainer_log import (
     CheckpointSaved,
     DatasetLoaded,
@@ -14,6 +13,7 @@ from ltx_pipeline.trainer_log import (
     ValidationSaved,
     parse_lines,
 )
+from ltx_pipeline.training.follow import log_summary
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "trainer_logs" / "real"
 
