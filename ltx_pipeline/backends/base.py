@@ -22,8 +22,8 @@ from ltx_pipeline.ltx.launch_plan import Distributed
 if TYPE_CHECKING:
     from ltx_pipeline.ltx.trainer_config import ConfigFinding
 
-__all__ = ["DEFAULT_MAIN_PORT", "DISTRIBUTED_MODES", "MIRRORED_TRAINER_VERSION", "MIRROR_VALIDATOR", "Distributed",
-           "LaunchSpec", "MakesBaseWeights", "Nodes", "TrainerBackend", "is_distributed", "is_secret_name",
+__all__ = ["Capabilities", "DEFAULT_MAIN_PORT", "DISTRIBUTED_MODES", "MIRRORED_TRAINER_VERSION", "MIRROR_VALIDATOR",
+           "Distributed", "LaunchSpec", "MakesBaseWeights", "Nodes", "TrainerBackend", "is_distributed", "is_secret_name",
            "redact_env"]
 
 DISTRIBUTED_MODES: tuple[str, ...] = get_args(Distributed)
@@ -113,6 +113,23 @@ class Nodes:
                            fix="give the IP address or host name of the rank-0 node, reachable from the others")
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, asked by phases instead of its name (llm's ``can_stream``, ``supports_schema``).
+
+    Attributes:
+        runs_real_trainer: it drives the official LTX-2 trainer, so it needs that checkout, the model's files
+            and the smoke test (``ltx``); the toy and simulated trainers bring their own.
+        needs_gpu: its training needs a CUDA GPU on the machine that runs it (the toy trainer runs on a CPU).
+        uses_real_files: its commands read and write the files a config names, so paths must exist and
+            preprocessing really runs (the simulated trainer only pretends).
+    """
+
+    runs_real_trainer: bool
+    needs_gpu: bool
+    uses_real_files: bool
+
+
 class TrainerBackend(Protocol):
     """A trainer the engine can drive.
 
@@ -123,6 +140,16 @@ class TrainerBackend(Protocol):
     @property
     def name(self) -> str:
         """``ltx``, ``reference`` or ``simulated`` (``BACKEND_NAMES``)."""
+        ...
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this backend can do (``Capabilities``): phases ask this, never ``name``."""
+        ...
+
+    @property
+    def checkout_root(self) -> Path | None:
+        """The trainer checkout the backend drives, when it drives one (``ltx`` with ``--trainer-root``)."""
         ...
 
     @property

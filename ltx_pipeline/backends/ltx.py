@@ -21,7 +21,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec, Nodes
+from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Capabilities, Distributed, LaunchSpec, Nodes
 from ltx_pipeline.backends.launch import (
     LOG_ENV,
     accelerate_args,
@@ -50,6 +50,7 @@ class LtxBackend:
     """The official ltx-trainer."""
 
     name = "ltx"
+    capabilities = Capabilities(runs_real_trainer=True, needs_gpu=True, uses_real_files=True)
     heavy_prerequisites: tuple[str, ...] = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout",
                                             "Operating system", "Smoke test")
 
@@ -62,6 +63,11 @@ class LtxBackend:
         if self.python is not None:
             self.heavy_prerequisites = tuple(p for p in type(self).heavy_prerequisites if p != "uv") + (
                 "Trainer python",)
+
+    @property
+    def checkout_root(self) -> Path | None:
+        """The checkout given (``--trainer-root``), resolved; None when none was (a probe blocker)."""
+        return self._root
 
     @property
     def root(self) -> Path:

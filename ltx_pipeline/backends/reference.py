@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec, Nodes
+from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Capabilities, Distributed, LaunchSpec, Nodes
 from ltx_pipeline.backends.launch import LOG_ENV, accelerate_args, check_processes, preprocess_args
 from ltx_pipeline.env_names import REFERENCE_CAPACITY_ENV as CAPACITY_ENV
 from ltx_pipeline.env_names import REFERENCE_SCALE_ENV as SCALE_ENV
@@ -33,6 +33,8 @@ class ReferenceBackend:
     """
 
     name = "reference"
+    capabilities = Capabilities(runs_real_trainer=False, needs_gpu=False, uses_real_files=True)
+    checkout_root: Path | None = None
     heavy_prerequisites: tuple[str, ...] = ()
 
     def __init__(self, capacity_mib: int | None = None, memory_scale: float | None = None) -> None:

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Distributed, LaunchSpec, Nodes
+from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Capabilities, Distributed, LaunchSpec, Nodes
 from ltx_pipeline.backends.launch import LOG_ENV, check_processes
 from ltx_pipeline.backends.surface import CostSurface, load_surface
 from ltx_pipeline.errors import BadInput
@@ -26,6 +26,8 @@ class SimulatedBackend:
     """The cost-surface trainer."""
 
     name = "simulated"
+    capabilities = Capabilities(runs_real_trainer=False, needs_gpu=False, uses_real_files=False)
+    checkout_root: Path | None = None
     heavy_prerequisites: tuple[str, ...] = ()
     #: Its validation passes cost time and memory but write no sample files (there is no model to render).
     renders_samples = False
