@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from ltx_pipeline.ltx.trainer_config import ConfigFinding
 
 __all__ = ["Capabilities", "DEFAULT_MAIN_PORT", "DISTRIBUTED_MODES", "MIRRORED_TRAINER_VERSION", "MIRROR_VALIDATOR",
-           "Distributed", "LaunchSpec", "MakesBaseWeights", "Nodes", "TrainerBackend", "is_distributed", "is_secret_name",
-           "redact_env"]
+           "Distributed", "LaunchSpec", "MakesBaseWeights", "Nodes", "TrainerBackend", "is_distributed",
+           "is_secret_name", "redact_env"]
 
 DISTRIBUTED_MODES: tuple[str, ...] = get_args(Distributed)
 #: The ltx-trainer release whose config schema ``ltx_pipeline.ltx.trainer_config`` mirrors.
