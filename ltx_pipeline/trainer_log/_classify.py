@@ -27,12 +27,14 @@ from ltx_pipeline.trainer_log._detect import (
     missing_file_fix,
     stale_embeddings_failure,
 )
+from ltx_pipeline.trainer_log._dropped import dropped_items_failure
 from ltx_pipeline.trainer_log._events import ErrorSignal, Event, StepEvent
 from ltx_pipeline.trainer_log._generic import (
     config_parse_failure,
     empty_dataset_failure,
     signal_from_launcher,
     silent_death_while_loading,
+    unavailable_backend_failure,
 )
 from ltx_pipeline.trainer_log._grammar import parse_lines
 from ltx_pipeline.trainer_log._kinds import FAILURE_KINDS, ConfigChange, FixStep
@@ -144,8 +146,8 @@ def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], st
     if nan_steps or nan_signal:
         evidence = next((_message(ln) for ln in lines if _NAN_LINE_RE.search(ln)), None) or (
             nan_signal.text if nan_signal else f"Step {nan_steps[0].step}: nan")
-        return Failure("nan_loss", evidence, fix=_nan_fix(config, events))
-    if dependency := dependency_failure(lines, config):
+        return Failure("nan_loss", evidence, fix=_nan_fix(config, events, evidence))
+    if (dependency := dependency_failure(lines, config)) or (dependency := unavailable_backend_failure(lines)):
         return Failure(dependency.kind, dependency.evidence, fix=dependency.fix)
     if killer := last("oom_killer"):
         # The "Killed process N" line names the victim; oom-kill/oom_reaper lines only bracket it.
@@ -159,6 +161,8 @@ def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], st
         # No out-of-memory line: who sent the signal is not in the log, so it is not guessed.
         return Failure("killed", f"killed (SIGKILL): by a user, or the kernel's OOM killer (exit code {exit_code}, "
                        f"signal {signal}; the log shows no out-of-memory line)", fix=_killed_fix())
+    if dropped := dropped_items_failure(lines):  # skipped files or missing caches, and no exception after them
+        return Failure(dropped.kind, dropped.evidence, fix=dropped.fix)
     return Failure("crash", _crash_evidence(lines, signals, exit_code, signal), fix=[FixStep(None, None, (
         "Unclassified crash: read the traceback in the run's log, fix the cause, then resume from the newest "
         "checkpoint pair."
@@ -248,8 +252,13 @@ def _shm_fix(config: Mapping[str, Any] | None) -> list[FixStep]:
     ])
 
 
-def _nan_fix(config: Mapping[str, Any] | None, events: list[Event]) -> list[FixStep]:
+def _nan_fix(config: Mapping[str, Any] | None, events: list[Event], evidence: str) -> list[FixStep]:
     steps = [FixStep("acceleration.mixed_precision_mode", "bf16", "fp16 overflows; bf16 has fp32's range")]
+    if re.search(r"(?i)\blatents?\b", evidence):
+        # NaN already in the latents: the VAE overflowed while encoding, before any training step.
+        steps.insert(0, FixStep(None, None, "The VAE produced the NaN while encoding: run it in fp32 or bf16, not "
+                                "fp16 (in kohya's scripts, the no_half_vae option; or an fp16-fixed VAE), and "
+                                "re-encode cached latents."))
     lr = config_value(config, "optimization.learning_rate", None)
     if lr is None:
         # The highest LR logged is the best guess of the base LR (schedulers decay from it).
@@ -305,6 +314,10 @@ def _crash_evidence(lines: list[str], signals: list[ErrorSignal], exit_code: int
         tail = [ln.rstrip() for ln in lines[last_traceback + 1:] if ln.strip() and not ln[0].isspace()]
         if tail:
             return tail[-1]
+        # A traceback cut before its exception line (a pasted excerpt): its innermost frame is what is known.
+        frames = [ln.strip() for ln in lines[last_traceback + 1:] if ln.strip().startswith('File "')]
+        if frames:
+            return f"traceback cut before its exception line; innermost frame: {frames[-1]}"
     logged = [s for s in signals if s.kind == "logged_error"]
     if logged:
         return logged[-1].text

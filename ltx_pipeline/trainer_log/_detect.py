@@ -231,6 +231,8 @@ _MISSING_PATH_RES = (
     re.compile(r"Failed to open the input \"(?P<path>.+)\" \(No such file or directory\)"),
     re.compile(r"(?:does not exist|not found): (?P<path>\S.*?)\s*$"),
 )
+# transformers/diffusers/huggingface_hub's words for a model folder or Hub repo that lacks a file the loader reads.
+_HUB_FILE_RE = re.compile(r"(?P<repo>[^\s'\"]+)['\"]? does not appear to have a file named (?P<file>[\w.\-]*\w)")
 # The validation_runner.py function that read a validation condition's file -> the condition key naming it.
 _MEDIA_FRAME_RE = re.compile(r'validation_runner\.py", line \d+, in (\w+)')
 _MEDIA_KEYS = {"_encode_audio": "audio", "_load_audio_mask": "mask", "_load_and_downsample_mask": "mask",
@@ -244,6 +246,12 @@ def missing_file_fix(evidence: str, lines: list[str], config: Mapping[str, Any] 
     The key is the one whose value is the path when ``config`` is given, else the validation condition key
     the innermost ``validation_runner.py`` frame reads (``_encode_audio``: ``...conditions[].audio``).
     """
+    if hub := _HUB_FILE_RE.search(evidence):
+        return [FixStep(None, None, f"{hub.group('repo')} has no {hub.group('file')}: if it is a local folder, point "
+                        f"the model path at the folder that holds {hub.group('file')}; if it is a Hugging Face repo "
+                        "id, the download failed: a gated repo needs its licence accepted on its page and a token "
+                        "with read access (`huggingface-cli login`, or HF_TOKEN), or download it and point at the "
+                        "local copy.")]
     path = next((m.group("path") for p in _MISSING_PATH_RES if (m := p.search(evidence.strip()))), None)
     if path is None:
         return [FixStep(None, None, f"A path the trainer needs does not exist; check {_MISSING_KEYS} against the "

@@ -5,9 +5,11 @@ Users bring logs from ``accelerate launch``, DeepSpeed's and torchrun's launcher
 a bad command line or config file fails in its parser's words (argparse's ``train.py: error: ...``, TOML and YAML
 decoders, schema validators such as voluptuous and pydantic) before any work; a dataset that yields no sample fails
 with "empty"/"no data found" (or torch's sampler's ``num_samples=0``) deep inside a stack, often as a bare
-``AssertionError``; and a process killed by a signal is named only in the launcher's text
-(``exits with return code = -9``, ``died with <Signals.SIGKILL: 9>``) when no exit status is passed in. Input
-lines have their launcher prefixes stripped already. Pure standard library.
+``AssertionError``; a process killed by a signal is named only in the launcher's text
+(``exits with return code = -9``, ``died with <Signals.SIGKILL: 9>``) when no exit status is passed in; and an
+optional compiled package (flash-attn, xformers) that does not import is caught by the model code's own check, a
+bare ``AssertionError`` under ``assert FLASH_ATTN_2_AVAILABLE``. Input lines have their launcher prefixes stripped
+already. Pure standard library.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import re
 from ltx_pipeline.trainer_log._detect import Finding
 from ltx_pipeline.trainer_log._kinds import FixStep
 
-__all__ = ["config_parse_failure", "empty_dataset_failure", "signal_from_launcher", "silent_death_while_loading"]
+__all__ = ["config_parse_failure", "empty_dataset_failure", "signal_from_launcher", "silent_death_while_loading",
+           "unavailable_backend_failure"]
 
 _ARGPARSE_RE = re.compile(r"^\S+: error: (?:argument |unrecognized arguments|the following arguments are required|"
                           r"ambiguous option|invalid choice)")
@@ -103,3 +106,30 @@ def silent_death_while_loading(lines: list[str]) -> Finding | None:
                 "kernel's OOM killer (`dmesg | grep -i 'killed process'`) or, on Windows, a page file too small for "
                 "the commit. Free RAM, add swap or page file, or load a smaller (quantized) checkpoint."),
     ])
+
+
+# The model code's own check that an optional package imported: ``assert FLASH_ATTN_2_AVAILABLE`` (Wan's attention),
+# ``assert HAS_XFORMERS``, ``assert is_flash_attn_available()``. The package's import failed quietly earlier (a
+# wheel built for another torch or CUDA), so the only trace is the flag it left False.
+_AVAILABLE_ASSERT_RE = re.compile(r"^assert\s+\(?\s*(?:[\w.]+\.)?(?P<flag>[A-Z0-9_]*_AVAILABLE|HAS_[A-Z0-9_]+|"
+                                  r"is_(?P<name>\w+?)_available\(\))\s*\)?\s*(?:,.*)?$")
+
+
+def unavailable_backend_failure(lines: list[str]) -> Finding | None:
+    """An ``AssertionError`` raised by an availability check: an optional package is not importable."""
+    text = [ln.strip() for ln in lines if ln.strip() and not set(ln.strip()) <= set("^~ ")]  # drop caret lines
+    for index in range(len(text) - 1, 0, -1):
+        if not text[index].startswith("AssertionError"):
+            continue
+        match = _AVAILABLE_ASSERT_RE.match(text[index - 1])
+        if match is None:
+            return None  # the last assertion is another one
+        flag = match.group("name") or re.sub(r"^HAS_|_AVAILABLE$", "", match.group("flag"))
+        package = re.sub(r"_\d+$", "", flag).lower().replace("_", "-")
+        return Finding("dependency_error", text[index - 1], [
+            FixStep(None, None, f"The model code asserted that an optional package is importable ({text[index - 1]}) "
+                    f"and it is not: `<trainer python> -c \"import {package.replace('-', '_')}\"` shows why (most "
+                    f"often a {package} wheel built for another torch or CUDA). Install the build matching the "
+                    "installed torch, or pick another attention backend in the trainer's config."),
+        ])
+    return None

@@ -93,22 +93,27 @@ _ERROR_PATTERNS = (
         r"OutOfMemoryError|out of memory|Tried to allocate|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED",
         re.IGNORECASE)),
     ("host_memory", re.compile(r"(?<![A-Za-z])MemoryError\b")),
-    # NaN losses in the formats other trainers and loops print (the trainer's own Step lines are StepEvents).
-    ("nan_loss", re.compile(r"(?<![A-Za-z])loss(?:\s*[:=]\s*|\s+is\s+)[-+]?(?:nan|inf)\b", re.IGNORECASE)),
+    # NaN losses in the formats other trainers and loops print (the trainer's own Step lines are StepEvents), and
+    # the checks trainers run on their tensors ("NaN found in latents", "inf values detected in ..."): the same
+    # numeric overflow, caught before it reaches the loss (fp16 VAEs are the usual source in latents).
+    ("nan_loss", re.compile(r"(?<![A-Za-z])loss(?:\s*[:=]\s*|\s+is\s+)[-+]?(?:nan|inf)\b|"
+                            r"\b(?:nan|inf)s?(?: values?)? (?:found|detected|encountered) in\b", re.IGNORECASE)),
     # Media decoders name a file that is not there in their own words: torchcodec's (torchaudio.load since 2.9,
     # VideoDecoder) and torchaudio's FFmpeg reader before it; PIL and PyAV raise FileNotFoundError.
     ("missing_files", re.compile(
         r"FileNotFoundError|Configuration file .* does not exist|directory does not exist|"
         r"Dataset path does not exist|No data files found|No valid samples found|Invalid checkpoint path|"
         r"Could not open input file: .+ No such file or directory|No such file or directory: [\w./\\~-]|"
-        r"Failed to open the input \".+\" \(No such file or directory\)")),
+        r"Failed to open the input \".+\" \(No such file or directory\)|"
+        # transformers/diffusers/huggingface_hub: a model folder or Hub repo without the file the loader reads.
+        r"\S does not appear to have a file named \S")),
     ("traceback", re.compile(r"^Traceback \(most recent call last\):")),
     ("killed", re.compile(r"^(?:.*: )?Killed\s*$")),
 )
 # Cheap pre-filter so ordinary lines skip the error regexes entirely.
 _ERROR_HINT_RE = re.compile(
     r"rror|emory|llocate|ALLOC|shm|killed|Killed|Traceback|exist|No data files|No valid samples|"
-    r"Invalid checkpoint|No such file|oom|oss[:=\s]|OSS[:=\s]"
+    r"Invalid checkpoint|No such file|oom|oss[:=\s]|OSS[:=\s]|file named|(?i:\b(?:nan|inf)s?\b)"
 )
 
 

@@ -3,10 +3,10 @@
 ``tests/fixtures/trainer_logs/corpus/corpus.json`` names each log's thread, the cause the thread found, the
 failure kind that cause is, its split and its batch: a third of the logs (by a hash of their path, fixed before
 the classifier was first run on them) were held out while the classifier was generalised. Batch 2 was gathered
-after batch 1's work, batch 3 after batch 2's; each was first measured with the classifier frozen (its "unseen"
-figure, in corpus.json). Every
-build log must get its thread's cause; each batch's holdout must keep at least the figure measured once at the
-end. A log is read as ``diagnose LOG`` reads it: its failure tail, with no exit status given.
+after batch 1's work, batch 3 after batch 2's, batch 4 after batch 3's; each was first measured with the
+classifier frozen (its "unseen" figure, in corpus.json). Every build log must get its thread's cause; each
+batch's holdout must keep at least the figure measured once at the end. A log is read as ``diagnose LOG`` reads
+it: its failure tail, with no exit status given.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "trainer_logs" / "co
 LOGS: list[dict[str, Any]] = json.loads((CORPUS / "corpus.json").read_text(encoding="utf-8"))["logs"]
 BUILD = [log for log in LOGS if log["split"] == "build"]
 HOLDOUT = [log for log in LOGS if log["split"] == "holdout"]
-# Per batch, measured once after that batch's build split passed: batch 1 8 of 8, batch 2 2 of 3, batch 3 3 of 6.
-HOLDOUT_MEASURED = {"1": 8, "2": 2, "3": 3}
+# Per batch, measured once after that batch's build split passed: batch 1 8 of 8, batch 2 2 of 3, batch 3 3 of 6,
+# batch 4 3 of 3.
+HOLDOUT_MEASURED = {"1": 8, "2": 2, "3": 3, "4": 3}
 TRACKERS = ("Lightricks/", "ostris/ai-toolkit", "tdrussell/diffusion-pipe", "bghira/SimpleTuner", "kohya-ss/",
-            "bmaltais/kohya_ss", "bmaltais/musubi-tuner-gui", "huggingface/finetrainers")
+            "bmaltais/kohya_ss", "bmaltais/musubi-tuner-gui", "huggingface/finetrainers", "Nerogar/OneTrainer")
 
 
 def _kind(log: dict[str, Any]) -> str:
@@ -125,3 +126,36 @@ def test_a_finished_bar_or_a_printed_error_is_not_a_silent_death(lines: list[str
 
 def test_an_unfinished_bar_with_an_exit_status_is_left_to_the_status() -> None:
     assert classify_failure(None, 9, ["Loading text encoder", LOADING]).kind == "killed"
+
+
+# Batch 4's patterns. Each case: lines a real log of that kind shows, the kind, and a near miss that must not read so.
+@pytest.mark.parametrize(("lines", "kind", "near_miss"), [
+    # A trainer's own NaN check on a tensor: the overflow caught before it reaches the loss.
+    (["inf values detected in model output at step 3"], "nan_loss", ["Checking latents for NaN values"]),
+    # transformers/diffusers/huggingface_hub: a model folder or (gated) Hub repo without the file the loader reads.
+    (["OSError: /models/wan does not appear to have a file named model_index.json."], "missing_files",
+     ["Loading the file named model_index.json from /models/wan"]),
+    # The model code's own check that an optional compiled package imported.
+    (["Traceback (most recent call last):", '  File "/w/attention.py", line 9, in attend', "    assert HAS_XFORMERS",
+      "           ^^^^^^^^^^^^", "AssertionError"], "dependency_error",
+     ["Traceback (most recent call last):", '  File "/w/model.py", line 9, in forward',
+      "    assert x.shape == y.shape", "AssertionError"]),
+    # Files the dataset skipped as unreadable, then a failure with no exception of its own.
+    (["WARNING: Skipping image /data/a.webp: failed to load it", "[ERROR] [launch.py:325:sigkill_handler] "
+      "['python', 'train.py'] exits with return code = 1"], "dataset_error",
+     ["WARNING: Skipping image /data/a.webp: failed to load it", "Traceback (most recent call last):",
+      '  File "/w/train.py", line 9, in <module>', "RuntimeError: CUDA error: an illegal memory access"]),
+    # Samples whose cached outputs the training config cannot find.
+    (["WARNING: latent cache file not found: /cache/clip_0001_wan.safetensors"], "config_error",
+     ["INFO: latent cache file not found, caching it now: /cache/clip_0001_wan.safetensors"]),
+])
+def test_batch_4_patterns_and_their_near_misses(lines: list[str], kind: str, near_miss: list[str]) -> None:
+    assert classify_failure(None, None, lines).kind == kind
+    assert classify_failure(None, None, near_miss).kind != kind
+
+
+def test_nan_in_latents_points_at_the_vae_and_a_hub_file_at_the_token() -> None:
+    nan = classify_failure(None, None, ["NaN detected in latents: /data/clip_0001.mp4"])
+    assert nan.kind == "nan_loss" and "VAE" in nan.fix[0].reason
+    hub = classify_failure(None, None, ["OSError: org/model does not appear to have a file named config.json."])
+    assert "gated repo" in hub.fix[0].reason and "org/model has no config.json" in hub.fix[0].reason
