@@ -97,7 +97,8 @@ def _inputs(ctx: LtxContext) -> dict[str, Any]:
                              "knobs": ctx.output(PlanOutputs).recipe.knobs, "headroom": ctx.request.headroom,
                              "backend": ctx.request.backend,
                              "sanity": ctx.output(DataCheckOutputs).sanity.model_dump(mode="json")}
-    if ctx.request.backend == "simulated" and ctx.request.surface:  # the request requires it for simulated
+    # A simulated GPU's trials are read off the surface file (the request requires --surface for one).
+    if ctx.backend.capabilities.simulated_gpu is not None and ctx.request.surface:
         parts["surface"] = {"path": ctx.request.surface, "digest": file_digest(Path(ctx.request.surface))}
     return parts
 
@@ -134,7 +135,7 @@ def _sanity_set(ctx: LtxContext, max_batch: int) -> str:
         return data.stages[0].preprocessed_root
     rows = max(1, min(max_batch, data.samples or max_batch))
     subset, count = write_subset_metadata(ctx, Path(data.metadata_file), rows, ctx.paths.overfit / "sanity.json")
-    if ctx.request.backend == "simulated":
+    if not ctx.backend.capabilities.uses_real_files:
         ctx.narrate(f"Sanity set: {count} sample(s) at {sanity.bucket} (the simulated trainer reads no data).")
         return sanity.preprocessed_root
     patch = ctx.output(ConfigPatchOutputs)

@@ -21,6 +21,7 @@ from ltx_pipeline.ltx.audio_choice import trained_mode, video_only_patches
 from ltx_pipeline.ltx.buckets import parse_bucket
 from ltx_pipeline.ltx.condition_geometry import Geometry, fit_training_condition
 from ltx_pipeline.ltx.config_patch import Patch, StagePaths, apply_patches, patches_for_stage, render_diff
+from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.recipe import Recipe, Stage, planned_stages
@@ -86,7 +87,6 @@ class ConfigPatchPhase:
             video_only = plan.video_only  # the plan's audio choice
             patches = patches_for_stage(recipe_data, index, mode=recipe.mode, paths=paths, trigger=ctx.request.trigger,
                                         wandb=wandb, previous_stage_weights=previous_weights,
-                                        backend_knobs=getattr(ctx.backend, "config_knobs", None),
                                         describe_audio=False if video_only else None)
             if video_only:
                 patches += video_only_patches(recipe.training_mode)
@@ -122,7 +122,7 @@ def _fitted_condition_patches(ctx: LtxContext, plan: PlanOutputs, template: Path
     smallest = min((Geometry(b.width, b.height, b.frames) for b in buckets),
                    key=lambda g: (g.frames, g.width * g.height))
     template_geometry = Geometry.of(template_dims)
-    shipped = ((values.get("training_strategy") or {}).get("video") or {}).get("conditions") or []
+    shipped = config_value(values, "training_strategy.video.conditions") or []
     trained = [fit_training_condition(dict(c), smallest, template_geometry) for c in shipped]
     patches = []
     if trained != shipped:

@@ -28,6 +28,7 @@ from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.audio_choice import AudioPlan, rows_with_sound, trained_mode
 from ltx_pipeline.ltx.buckets import Bucket, parse_buckets
 from ltx_pipeline.ltx.clip_checks import check_clip_lengths, check_media_facts
+from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.ltx.data_check import (
     Check,
     check_data_identity,
@@ -251,10 +252,10 @@ def _model_files_part(files: dict[str, Any]) -> dict[str, str]:
 
 def _model_checks(ctx: LtxContext, files: dict[str, Any]) -> list[Check]:
     """A checkpoint given to the reference or simulated backend must be a safetensors file (the probe
-    checks it for ltx)."""
+    checks it for a backend that runs the real trainer)."""
     given = ctx.request.model_path
     model = files["model"]
-    if ctx.request.backend == "ltx" or not given or model.get("kind") == "safetensors":
+    if ctx.backend.capabilities.runs_real_trainer or not given or model.get("kind") == "safetensors":
         return []
     what = "does not exist" if model.get("kind") == "missing" else "is not a safetensors file (no readable header)"
     return [Check("error", "model-not-safetensors", f"--model-path {model.get('path')} {what}", "--model-path",
@@ -280,8 +281,8 @@ def _own_data_identity(root: Path, identity: dict[str, Any], model_path: str, en
     if recorded is not None and recorded.get("legacy"):
         if legacy_pairing_matches(recorded, model_path, encoder_path):
             return []
-        recorded = {"model": {"path": (recorded.get("model") or {}).get("path"), "kind": "legacy"},
-                    "text_encoder": {"path": (recorded.get("text_encoder") or {}).get("path"), "kind": "legacy"}}
+        recorded = {"model": {"path": config_value(recorded, "model.path"), "kind": "legacy"},
+                    "text_encoder": {"path": config_value(recorded, "text_encoder.path"), "kind": "legacy"}}
     return _own_data_fixes(check_data_identity(recorded, identity, str(root)), dataset)
 
 

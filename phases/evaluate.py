@@ -22,6 +22,7 @@ from ltx_pipeline.errors import RunFailed
 from ltx_pipeline.evaluation.render import EvalJob, EvalRenderer
 from ltx_pipeline.evaluation.sheet import SheetEntry, write_eval_sheet
 from ltx_pipeline.ltx.audio_choice import trained_mode
+from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.ltx.evaluation import CATEGORIES, eval_sets
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import get_mode
@@ -66,7 +67,7 @@ class EvaluatePhase:
         weights = _final_weights(last, values)
         # A video-only run of an audio+video mode renders no sound: its prompts describe none.
         mode = trained_mode(get_mode(ctx.request.mode), ctx.output(PlanOutputs).audio)
-        samples = (values.get("validation") or {}).get("samples") or [{}]
+        samples = config_value(values, "validation.samples") or [{}]
         training, training_note = _training_rows(ctx)
         held, held_note = _held_out_rows(ctx)
         sets = eval_sets(training=training, held_out=held, user_prompts=ctx.request.eval_prompts,

@@ -14,6 +14,7 @@ from typing import Any
 
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.ltx.modes import generated_media, get_mode
+from ltx_pipeline.ltx.trainer_config.view import load_config_view
 from ltx_pipeline.outputs.autotune import AutotuneOutputs
 from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
@@ -51,7 +52,8 @@ class MonitorPhase:
         roots = {d.index: d.preprocessed_root for d in data.stages}
         for stage in stages:  # what the trainer trained on, from its own log (or the latent files)
             stage["samples_used"] = samples_used(stage.get("log") or "", roots.get(stage["stage"]))
-        first = load_yaml(Path(stages[0]["config"]).read_text(encoding="utf-8")) or {}
+        first_config = Path(stages[0]["config"])
+        first = load_yaml(first_config.read_text(encoding="utf-8")) or {}  # the validation prompts, as written
         patch = ctx.output(ConfigPatchOutputs)
         prepared = ctx.output(PrepareOutputs) if ctx.has_output("prepare") else None
         memory_model = _verify_memory_model(ctx, stages)
@@ -60,7 +62,7 @@ class MonitorPhase:
             "run": ctx.run_name, "run_root": str(ctx.paths.root), "request": ctx.request.model_dump(mode="json"),
             "gpus": _gpus(probe), "mode_title": get_mode(ctx.request.mode).title, "generates": _generates(ctx),
             "samples": data.samples, "data_stages": [s.model_dump(mode="json") for s in data.stages],
-            "stages": stages, "seed": first.get("seed"), "model_path": patch.model_path,
+            "stages": stages, "seed": load_config_view(first_config).seed, "model_path": patch.model_path,
             "text_encoder_path": patch.text_encoder_path,
             "trainer_commit": probe.trainer.git_commit if probe.trainer else None,
             "autotune": _autotune(ctx),
@@ -103,11 +105,10 @@ class MonitorPhase:
     @staticmethod
     def _stage(entry: dict[str, Any], metrics: list[dict[str, Any]]) -> dict[str, Any]:
         rows = [m for m in metrics if m["stage"] == entry["stage"]]
-        values = load_yaml(Path(entry["config"]).read_text(encoding="utf-8")) or {}
-        interval = (values.get("validation") or {}).get("interval")
-        steps = int((values.get("optimization") or {}).get("steps", 0))
+        config = load_config_view(Path(entry["config"]))
+        interval, steps = config.validation.interval, config.optimization.steps
         return {**entry, "step_time_s": steady_step_time(rows), "logged_steps": len(rows),
-                "validation_steps": list(range(0, steps + 1, int(interval))) if interval else []}
+                "validation_steps": list(range(0, steps + 1, interval)) if interval else []}
 
 
 def _generates(ctx: LtxContext) -> str:

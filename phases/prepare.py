@@ -33,7 +33,7 @@ from ltx_pipeline.outputs.prepare import CaptionCounts, PreparedDataset, Prepare
 from ltx_pipeline.outputs.probe import ClipFrames, ProbeOutputs
 from ltx_pipeline.phase_context import LtxContext
 from ltx_pipeline.probing import DatasetInfo, media_rows, read_clips, to_plain
-from ltx_pipeline.scenes.detect import DETECTOR, Scene, cut_scenes, detect_scenes
+from ltx_pipeline.scenes import DETECTOR, Scene, cut_scenes, detect_scenes
 from ltx_pipeline.workspace import atomic_write, ensure_inside
 
 __all__ = ["PHASE"]

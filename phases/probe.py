@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.backends.ltx import LtxBackend
-from ltx_pipeline.backends.simulated import SimulatedBackend
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.env_names import LTX2_ROOT_ENV, MODELS_DIR_ENV, NVIDIA_SMI_ENV
@@ -48,6 +47,7 @@ class ProbePhase:
     def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:
         request = ctx.request
         asked = request.model_dump(mode="json")  # as asked: a resolved default stays None, as it always was
+        real_trainer = ctx.backend.capabilities.runs_real_trainer  # only it needs model files and a smoke test
         return {
             "run request": {key: asked[key] for key in _REQUEST_INPUTS},
             "environment": {key: os.environ.get(key) for key in _ENV_INPUTS},
@@ -57,8 +57,8 @@ class ProbePhase:
             # The hardware itself: a swapped or re-partitioned GPU must re-plan (cheap: one nvidia-smi call).
             # No nvidia-smi on a reference run: the default GPU's digest, so one appearing on PATH re-plans.
             "gpus": None if _gpus_not_probed(ctx) else digest(to_plain(_gpu_probe(ctx).gpus)),
-            **({"model files": _model_files_digest(request)} if request.backend == "ltx" else {}),
-            **({"smoke test": _smoke_digest(ctx)} if request.backend == "ltx" else {}),
+            **({"model files": _model_files_digest(request)} if real_trainer else {}),
+            **({"smoke test": _smoke_digest(ctx)} if real_trainer else {}),
         }
 
     def run(self, ctx: LtxContext) -> PhaseResult[ProbeOutputs]:
@@ -79,14 +79,15 @@ class ProbePhase:
 
         dataset = classify_dataset(Path(request.dataset))
         host = probe_host(ctx.workspace)
-        uses_uv = request.backend == "ltx" and not request.trainer_python
+        real_trainer = ctx.backend.capabilities.runs_real_trainer
+        uses_uv = real_trainer and not request.trainer_python
         findings = [gpu_probe.to_finding(), *host.to_findings(uses_uv=uses_uv), dataset.to_finding()]
         if needs_captions(to_plain(dataset)):
             findings.append(_captioner_finding(request))
         media = media_rows(Path(request.dataset)) if get_mode(request.mode).video_media else []
         frames = _read_clips(ctx, media, request.dataset)
         models, trainer = None, None
-        if request.backend == "ltx":  # the toy and simulated backends need no model files or checkout
+        if real_trainer:  # the toy and simulated backends need no model files or checkout
             models = _models(request, findings)
             trainer_check = check_trainer_root(Path(request.trainer_root) if request.trainer_root else None)
             findings.append(trainer_check.to_finding(needs_sync=not request.trainer_python))
@@ -121,7 +122,7 @@ def _smoke_digest(ctx: LtxContext) -> str | None:
 
 
 def _gpus_not_probed(ctx: LtxContext) -> bool:
-    return bool(ctx.request.assume_gpu) or ctx.request.backend == "simulated"
+    return bool(ctx.request.assume_gpu) or ctx.backend.capabilities.simulated_gpu is not None
 
 
 def _gpu_probe(ctx: LtxContext) -> GpuProbe:
@@ -130,9 +131,8 @@ def _gpu_probe(ctx: LtxContext) -> GpuProbe:
     request = ctx.request
     if request.assume_gpu:
         return assumed_probe(request.assume_gpu)
-    if isinstance(ctx.backend, SimulatedBackend):
-        gpu = ctx.backend.surface.gpu
-        return assumed_probe(f"{gpu.name},{gpu.memory_mib},{gpu.count}")
+    if (simulated := ctx.backend.capabilities.simulated_gpu) is not None:
+        return assumed_probe(simulated)
     spec, default = planned_gpu(request.backend, None, request.nvidia_smi)
     if spec is not None:
         return assumed_probe(spec, default=default)

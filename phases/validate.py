@@ -27,6 +27,7 @@ from ltx_pipeline.ltx.config_patch import Patch, apply_patches
 from ltx_pipeline.ltx.launch_checks import device_problem, fixes_for
 from ltx_pipeline.ltx.launch_plan import LaunchShape, distributed_mode, launch_shape
 from ltx_pipeline.ltx.model_files import model_file_fixes
+from ltx_pipeline.ltx.trainer_config.view import load_config_view
 from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
 from ltx_pipeline.outputs.data_check import DataCheckOutputs, DataStage
 from ltx_pipeline.outputs.plan import PlanOutputs
@@ -43,7 +44,6 @@ from ltx_pipeline.training.validation import (
     validate_stage,
 )
 from ltx_pipeline.workspace import atomic_write
-from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["PHASE", "distributed_mode"]
 
@@ -134,8 +134,7 @@ def _launch_shape(ctx: LtxContext) -> LaunchShape:
 
 def _refuse_unresumable(config: Path, output_dir: Path) -> None:
     """A stage with checkpoints it could not resume from is refused here, before any heavy phase."""
-    values = load_yaml(config.read_text(encoding="utf-8")) or {}
-    steps = int((values.get("optimization") or {}).get("steps") or 0)
+    steps = load_config_view(config).optimization.steps
     refuse_incompatible_checkpoints(config, output_dir / "checkpoints", steps)
 
 
@@ -146,14 +145,13 @@ def _validate(ctx: LtxContext, config: Path, target: LaunchTarget, stage: DataSt
 
 
 def _warm_start_pending(config: Path, stage: DataStage) -> bool:
-    values = load_yaml(config.read_text(encoding="utf-8")) or {}
-    return stage.index > 1 and bool((values.get("checkpoints") or {}).get("no_resume"))
+    return stage.index > 1 and load_config_view(config).checkpoints.no_resume
 
 
 def _apply_safe_fixes(ctx: LtxContext, config: Path, target: LaunchTarget,
                       stage: DataStage) -> list[PatchRecordOutputs]:
     checks = runtime_checks(config, target, warm_start_pending=_warm_start_pending(config, stage),
-                            model_files=ctx.backend.name == "ltx")
+                            model_files=ctx.backend.capabilities.runs_real_trainer)
     fixes = fixes_for(checks) + model_file_fixes(checks)
     if not fixes:
         return []

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ltx_pipeline.autotune._trial import MeasuredTrialResult
+from ltx_pipeline.autotune._peaks import MeasuredTrialResult
 from ltx_pipeline.ltx.autotune import SPACE_KEYS, Knobs, Pruned, TrialResult
 from ltx_pipeline.store.location import OPTUNA_SCHEMA, optuna_storage, store_target
 from ltx_pipeline.workspace import DB_FILENAME, OPTUNA_DB_FILENAME

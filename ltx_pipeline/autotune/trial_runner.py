@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 # Inside the package: its own modules directly, not the package door (which outsiders use).
+from ltx_pipeline.autotune._peaks import MemoryFigure
 from ltx_pipeline.autotune._trial import (
-    MemoryFigure,
     TrialOutcome,
     TrialSettings,
     run_trial,

@@ -123,11 +123,15 @@ class Capabilities:
         needs_gpu: its training needs a CUDA GPU on the machine that runs it (the toy trainer runs on a CPU).
         uses_real_files: its commands read and write the files a config names, so paths must exist and
             preprocessing really runs (the simulated trainer only pretends).
+        simulated_gpu: the GPU a cost surface stands in for, as an ``--assume-gpu`` spec
+            (``NAME,MEMORY_MIB,COUNT``): the probe plans for it instead of probing, and the surface file decides
+            what autotune's trials measure (``simulated``); None where training meets real hardware.
     """
 
     runs_real_trainer: bool
     needs_gpu: bool
     uses_real_files: bool
+    simulated_gpu: str | None = None
 
 
 class TrainerBackend(Protocol):
@@ -150,6 +154,11 @@ class TrainerBackend(Protocol):
     @property
     def checkout_root(self) -> Path | None:
         """The trainer checkout the backend drives, when it drives one (``ltx`` with ``--trainer-root``)."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """What this trainer is, in words for the plan: ``<name> (<what it does>)``."""
         ...
 
     @property

@@ -70,6 +70,11 @@ class LtxBackend:
         return self._root
 
     @property
+    def description(self) -> str:
+        """The official trainer, and the checkout it runs from when one was given."""
+        return f"ltx (the official ltx-trainer{' at ' + str(self._root) if self._root else ''})"
+
+    @property
     def root(self) -> Path:
         """The checkout's root, which must be an LTX-2 checkout.
 

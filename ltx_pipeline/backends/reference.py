@@ -35,6 +35,7 @@ class ReferenceBackend:
     name = "reference"
     capabilities = Capabilities(runs_real_trainer=False, needs_gpu=False, uses_real_files=True)
     checkout_root: Path | None = None
+    description = "reference (the built-in toy trainer: real training at toy scale, not LTX-2)"
     heavy_prerequisites: tuple[str, ...] = ()
 
     def __init__(self, capacity_mib: int | None = None, memory_scale: float | None = None) -> None:

@@ -26,8 +26,8 @@ class SimulatedBackend:
     """The cost-surface trainer."""
 
     name = "simulated"
-    capabilities = Capabilities(runs_real_trainer=False, needs_gpu=False, uses_real_files=False)
     checkout_root: Path | None = None
+    description = "simulated (a cost surface stands in for the trainer; nothing is trained)"
     heavy_prerequisites: tuple[str, ...] = ()
     #: Its validation passes cost time and memory but write no sample files (there is no model to render).
     renders_samples = False
@@ -35,6 +35,9 @@ class SimulatedBackend:
     def __init__(self, surface_path: Path) -> None:
         self.surface_path = surface_path.expanduser().resolve()
         self.surface: CostSurface = load_surface(self.surface_path)
+        gpu = self.surface.gpu
+        self.capabilities = Capabilities(runs_real_trainer=False, needs_gpu=False, uses_real_files=False,
+                                         simulated_gpu=f"{gpu.name},{gpu.memory_mib},{gpu.count}")
 
     def template(self, config_name: str) -> Path:
         path = TEMPLATES / config_name

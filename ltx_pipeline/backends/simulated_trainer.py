@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.backends.surface import CostSurface, SurfacePoint, load_surface
-from ltx_pipeline.checkpoints.files import weights_file_name, weights_prefix
+from ltx_pipeline.checkpoints.discovery import load_target
+from ltx_pipeline.checkpoints.files import (
+    state_beside,
+    state_file_name,
+    weights_file_name,
+    weights_prefix,
+)
 from ltx_pipeline.env_names import SIMULATED_STEP_LOG_EVERY_ENV, SIMULATED_TIME_SCALE_ENV
 from ltx_pipeline.errors import LtxPipelineError
 
@@ -161,7 +167,7 @@ class Simulation:
         prefix = weights_prefix(self.cfg.model.training_mode)
         weights = folder / weights_file_name(self.cfg.model.training_mode, step)
         _write_placeholder_weights(weights, step)
-        state = folder / f"training_state_step_{step:05d}.pt"
+        state = folder / state_file_name(step)
         tmp = state.with_suffix(".pt.tmp")
         tmp.write_text(json.dumps({"global_step": step, "config_fingerprint": self.fingerprint}))
         os.replace(tmp, state)
@@ -173,15 +179,17 @@ class Simulation:
             return 0
         path = Path(target)
         if path.is_dir():
-            found = sorted(path.rglob("*step_*.safetensors"), key=lambda p: int(p.stem.split("step_")[1]))
-            if not found:
+            found = load_target(path)
+            if found is None:
                 log(f"⚠️ Could not find checkpoint at {path}", "WARNING")
                 return 0
-            path = found[-1]
+            path = found
         log(f"📥 Loading checkpoint from {path}")
         if self.cfg.checkpoints.no_resume:
             return 0
-        state = path.parent / f"training_state_step_{path.stem.split('step_')[1]}.pt"
+        state = state_beside(path)
+        if state is None:  # no step in the name: no training state to restore, as the trainer rules
+            return 0
         try:
             saved = json.loads(state.read_text())
         except (OSError, ValueError):

@@ -2,9 +2,10 @@
 
 The trainer saves ``{lora|model}_weights_step_NNNNN.safetensors`` (LoRA or full weights) beside
 ``training_state_step_NNNNN.pt`` in ``<output_dir>/checkpoints``, and always a last one at the
-stage's final step, counted from the stage's own start. Everything that builds, finds or parses
-such a name (config_patch, train, evaluate, the node runner, the simulated trainer, ``status``
-through the CLI) asks here.
+stage's final step, counted from the stage's own start. Everything that builds or parses such a
+name (config_patch, train, resume, evaluate, the launch checks, the node runner, the simulated
+trainer, ``status`` through the CLI) asks here; finding them in a folder is ``checkpoints.discovery``.
+``tests/unit/test_architecture_rooms.py`` fails on a checkpoint name built anywhere else.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STATE_RE", "WEIGHTS_GLOB", "WEIGHTS_RE", "final_weights_name", "resume_restores", "state_file_name",
-           "weights_file_name", "weights_files", "weights_prefix"]
+__all__ = ["LOAD_GLOB", "STATE_RE", "WEIGHTS_GLOB", "WEIGHTS_RE", "final_weights_name", "resume_restores",
+           "state_beside", "state_file_name", "step_in_name", "weights_file_name", "weights_prefix"]
 
 WEIGHTS_GLOB = "*_weights_step_*.safetensors"
 WEIGHTS_RE = re.compile(r"^(lora|model)_weights_step_(\d+)\.safetensors$")
 STATE_RE = re.compile(r"^training_state_step_(\d+)\.pt$")
+# What the trainer looks for (recursively) in a ``model.load_checkpoint`` folder (``_find_checkpoint``).
+LOAD_GLOB = "*step_*.safetensors"
+_STEP = re.compile(r"step_(\d+)")  # how the trainer reads a step from a file name (``_load_training_state``)
 
 
 def resume_restores(save_training_state: str | None) -> str:
@@ -62,13 +66,14 @@ def state_file_name(step: int) -> str:
     return f"training_state_step_{step:05d}.pt"
 
 
-def weights_files(checkpoints: Path) -> list[tuple[int, str]]:
-    """Each weights file in a ``checkpoints`` folder with its step; [] when the folder is absent."""
-    if not checkpoints.is_dir():
-        return []
-    found = []
-    for path in checkpoints.glob(WEIGHTS_GLOB):
-        digits = path.stem.rsplit("step_", 1)[-1]
-        if digits.isdigit():
-            found.append((int(digits), str(path)))
-    return found
+def step_in_name(name: str) -> str | None:
+    """The step digits of a checkpoint file name as written (``00500``), read as the trainer reads them."""
+    match = _STEP.search(name)
+    return match.group(1) if match else None
+
+
+def state_beside(weights: Path) -> Path | None:
+    """The training-state file the trainer loads with ``weights`` (the same digits, zero padding kept);
+    None when the name holds no step."""
+    digits = step_in_name(weights.name)
+    return weights.parent / f"training_state_step_{digits}.pt" if digits is not None else None

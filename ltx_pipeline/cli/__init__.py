@@ -5,6 +5,11 @@ Exit codes: 0 finished what was asked; 1 a phase failed or the minimum-VRAM gate
 or approve/resume/rm refused); 5 no space left (``DiskFull``, in whatever shape the full disk was
 met). Errors print one line to stderr (a JSON object under ``--json``), never a traceback; an
 unexpected exception writes its traceback to a file in the workspace and names that file.
+
+Commands never pick an exit code: they raise the project's errors, or return how they ended, an
+``Ending`` (a drive's ``engine.Outcome`` becomes one through ``ending_of``); ``Ending``'s values and
+``_OUTCOMES`` are the one table. A plain int passes through as it is: click's own exits (``--help``,
+``--version``) and ``node-launch``, whose exit code is its trainer's.
 """
 
 from __future__ import annotations
@@ -13,14 +18,60 @@ import json
 import sys
 import time
 import traceback
+from enum import IntEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from ltx_pipeline.errors import EXIT_BAD_INPUT, EXIT_FAILED, LtxPipelineError
+from ltx_pipeline.errors import (
+    EXIT_APPROVAL_GATE,
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    LtxPipelineError,
+)
 from ltx_pipeline.workspace import default_workspace
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from ltx_pipeline.engine import Outcome
+
+__all__ = ["Ending", "ending_of", "exit_code", "main"]
+
+
+class Ending(IntEnum):
+    """How a command ended without an error, named for what happened; its value is its exit code.
+
+    With ``_OUTCOMES`` this is the one table of exit codes for outcomes (errors carry theirs, in
+    ``errors.py``). An int enum, so a command called as a function still compares equal to its exit code.
+    """
+
+    DONE = EXIT_OK  # what was asked is done (a run finished, or goes on without this process)
+    FAILED = EXIT_FAILED  # a check, smoke test or benchmark ran and reported a failure
+    INVALID = EXIT_BAD_INPUT  # what was checked is invalid, every finding printed
+    AT_GATE = EXIT_APPROVAL_GATE  # stopped at an approval gate; the approve command was printed
+    DECLINED = EXIT_REFUSED  # the user said no; nothing was done
+
+
+# How a drive ended (``engine.Outcome``, by its value: matched without loading the engine) -> how the command ended.
+_OUTCOMES: dict[str, Ending] = {"finished": Ending.DONE, "detached": Ending.DONE,
+                                "awaiting_approval": Ending.AT_GATE}
+
+
+def ending_of(outcome: Outcome) -> Ending:
+    """How a command that drove a run ended: finished or detached is done, at a gate is ``AT_GATE``."""
+    return _OUTCOMES[outcome.value]
+
+
+def exit_code(result: object) -> int:
+    """The exit code of what a command returned: an ``Ending``, None (nothing returned: done), or a plain
+    int (click's own exit, or the exit code of a trainer run in the foreground by ``node-launch``)."""
+    if result is None:
+        return EXIT_OK
+    if isinstance(result, int):
+        return int(result)
+    raise TypeError(f"a command returned {result!r}, which has no exit code")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         from ltx_pipeline.cli.app import app
 
         result = app(args=args, standalone_mode=False, prog_name="ltx-pipeline")
-        code = result if isinstance(result, int) else 0
+        code = exit_code(result)
     except LtxPipelineError as exc:
         error = _disk_full(exc, args) or exc
         code = _fail(error.line(), error.exit_code, as_json, type(error).__name__)

@@ -1,7 +1,8 @@
 """The typer app: every command module's functions registered under their command names.
 
-Command modules are leaves (they import ``cli.console``, ``cli.options`` and ``cli.driving``, never
-this module); this one only assembles them. Outcomes become exit codes in ``cli.main`` alone.
+Command modules are leaves (they import ``cli.console``, ``cli.options``, ``cli.watch`` and
+``ltx_pipeline.driving``, never this module); this one only assembles them. Outcomes become exit codes
+in ``cli.main`` alone.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 
+from ltx_pipeline.cli import Ending
 from ltx_pipeline.cli.options import RunOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
@@ -41,13 +42,13 @@ def autotune_worker(
     assume_gpu: Annotated[str | None, typer.Option(help='Take this host\'s GPU for "NAME,MEMORY_MIB[,COUNT]" '
                                                    "(default: the run's, else nvidia-smi).")] = None,
     nvidia_smi: Annotated[str | None, typer.Option(help="nvidia-smi executable to use on this host.")] = None,
-) -> int:
+) -> Ending:
     """Pull queued trials of a run's autotune sweep from the shared store and run them on this host."""
     from ltx_pipeline.autotune import study as studies
     from ltx_pipeline.autotune.hosts import find_shared
     from ltx_pipeline.cli.console import out
-    from ltx_pipeline.cli.driving import open_workspace
-    from ltx_pipeline.errors import EXIT_OK, BadInput, BadRequest
+    from ltx_pipeline.driving import open_workspace
+    from ltx_pipeline.errors import BadInput, BadRequest
     from ltx_pipeline.store.location import is_sqlite, store_target
     from ltx_pipeline.workspace import DB_FILENAME, Workspace
 
@@ -83,14 +84,14 @@ def autotune_worker(
 
     if study.user_attrs.get(OVER) or study.user_attrs.get("finished"):
         out.print(f"The autotune sweep of run {run_name} is over: nothing to run.", markup=False)
-        return EXIT_OK
+        return Ending.DONE
 
     def say(message: str) -> None:
         out.print(message, markup=False)
 
     ran = work(ctx, study, once=once, say=say, gpu_indices=host_gpu["indices"])
     out.print(f"autotune-worker: {ran} trial(s) of run {run_name} ran on this host.", markup=False)
-    return EXIT_OK
+    return Ending.DONE
 
 
 def _context(ws: Workspace, store: Store, run: Run, assume_gpu: str | None,

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ltx_pipeline.cli import Ending
 from ltx_pipeline.cli.console import out
 from ltx_pipeline.env_names import LTX2_ROOT_ENV
-from ltx_pipeline.errors import EXIT_BAD_INPUT, EXIT_OK, BadInput
+from ltx_pipeline.errors import BadInput
 
 if TYPE_CHECKING:
     from ltx_pipeline.backends.ltx import LtxBackend
@@ -49,7 +50,7 @@ def validate(config: Annotated[Path, typer.Argument(help="A trainer config YAML.
              num_processes: Annotated[int, typer.Option(help="Processes the launch will use.")] = 1,
              trainer_root: TrainerRootOpt = None,
              trainer_python: TrainerPythonOpt = None,
-             as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
+             as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> Ending:
     """Check a trainer config: exit 0 when it may launch, 2 with every finding and its fix when not.
 
     Paths come first: a template placeholder (/path/to/...) anywhere, or a model file, data folder or
@@ -86,7 +87,7 @@ def validate(config: Annotated[Path, typer.Argument(help="A trainer config YAML.
         else:
             allowed = "placeholders allowed; " if relaxed_paths else ""
             out.print(f"{config}: valid ({allowed}validated by {validator})", markup=False, highlight=False)
-    return EXIT_OK if not errors else EXIT_BAD_INPUT
+    return Ending.DONE if not errors else Ending.INVALID
 
 
 def command(config: Annotated[Path, typer.Argument(help="A trainer config YAML.")],
@@ -94,7 +95,7 @@ def command(config: Annotated[Path, typer.Argument(help="A trainer config YAML."
             num_processes: Annotated[int, typer.Option(help="Processes (GPUs) for accelerate.")] = 1,
             trainer_root: TrainerRootOpt = None,
             trainer_python: TrainerPythonOpt = None,
-            as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
+            as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> Ending:
     """Print the launch command for a trainer config (argv and a copy-pasteable line); never run it."""
     import yaml
 
@@ -119,4 +120,4 @@ def command(config: Annotated[Path, typer.Argument(help="A trainer config YAML."
         out.print_json(json.dumps({**spec.to_record(), "executes_training": False}))
     else:
         out.print(spec.printable, markup=False, highlight=False)
-    return EXIT_OK
+    return Ending.DONE

@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from ltx_pipeline.cli import Ending
 from ltx_pipeline.env_names import REFERENCE_LOG_EVERY_ENV
 
 __all__ = ["DEMO_GPUS", "DEMO_LEARNING_RATE", "DEMO_MEMORY_SCALE", "demo", "learning_lines"]
@@ -87,12 +88,13 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
          from_folder: Annotated[bool, typer.Option("--from-folder", help="Start from the clips alone (no "
                                                    "captions): shows the prepare phase (staging, offline "
                                                    "captions, holdout, the captions gate).")] = False,
-         ) -> int:
+         ) -> Ending:
     """Run the whole workflow on a toy model and generated mp4 clips (no GPU needed): probe to run summary."""
-    from ltx_pipeline.checkpoints.files import weights_files
+    from ltx_pipeline.checkpoints.discovery import weights_files
     from ltx_pipeline.cli.console import out
-    from ltx_pipeline.cli.driving import drive_run, open_workspace, prepare_run
     from ltx_pipeline.cli.render import render_status
+    from ltx_pipeline.cli.watch import watch_drive
+    from ltx_pipeline.driving import open_workspace, prepare_run
     from ltx_pipeline.errors import BadRequest
     from ltx_pipeline.probing.nvidia_smi import gpu_now
     from ltx_pipeline.status.report import status_report
@@ -117,14 +119,14 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
                "reference_memory_scale": DEMO_MEMORY_SCALE,
                "processes": processes if processes > 1 else None}
     store, run, request = prepare_run(ws, store, name, {k: v for k, v in options.items() if v is not None})
-    code = drive_run(ws, store, run, request, approve=True)
+    ending = watch_drive(ws, store, run, request, approve=True)
     paths = ws.run(name)
     produced = [paths.plan_file, *([paths.dataset / "dataset.json", paths.dataset / "holdout.jsonl"] if from_folder
                                    else []), paths.config_file, paths.root / "autotune.md", paths.root / "autotune.png",
                 paths.outputs / "checkpoints", paths.outputs / "samples", paths.outputs / "run-summary.md",
                 paths.outputs / "loss.png", paths.outputs / "step_time.png", paths.outputs / "eval" / "prompts.json",
                 paths.outputs / "eval" / "contact-sheet.png"]
-    if code == 0:  # a failed run has no figure to give; its status below says why
+    if ending is Ending.DONE:  # a failed run has no figure to give; its status below says why
         for line in learning_lines(paths.outputs, dataset.parent / "videos"):
             out.print(line, markup=False)
     out.print("\nProduced:", markup=False)
@@ -133,4 +135,4 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
             out.print(f"  {path}", markup=False)
     render_status(out, status_report(store, ws, name, log_summary=log_summary, weights_files=weights_files,
                                      gpus=gpu_now))
-    return code
+    return ending

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ltx_pipeline.cli import Ending
 from ltx_pipeline.cli.console import out
-from ltx_pipeline.errors import EXIT_FAILED, EXIT_OK, BadInput
+from ltx_pipeline.errors import BadInput
 
 if TYPE_CHECKING:
     from ltx_pipeline.trainer_log import Failure, FixStep
@@ -35,7 +36,7 @@ def diagnose(log: Annotated[Path, typer.Argument(help="The trainer's log (stdout
              config: Annotated[Path | None, typer.Option("--config", help="The run's trainer config YAML: fixes "
                                                          "become patches to it (key: old -> new).")] = None,
              as_json: Annotated[bool, typer.Option("--json", help='Print {"kind", "phase", "evidence", "fix"} '
-                                                   "for scripts.")] = False) -> int:
+                                                   "for scripts.")] = False) -> Ending:
     """Classify a failed trainer run from its log: kind, phase, evidence and the fix. Exit 0 classified, 1 not."""
     from ltx_pipeline.trainer_log import classify_failure, failure_tail
 
@@ -52,7 +53,7 @@ def diagnose(log: Annotated[Path, typer.Argument(help="The trainer's log (stdout
                               "evidence": failure.evidence, "fix": fixes}), markup=False, highlight=False)
     else:
         out.print("\n".join(render_text(failure, fixes, config)), markup=False, highlight=False)
-    return EXIT_FAILED if failure.kind == "crash" else EXIT_OK
+    return Ending.FAILED if failure.kind == "crash" else Ending.DONE
 
 
 def _readable(log: Path) -> Path:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ltx_pipeline.cli import Ending
 from ltx_pipeline.cli.options import RunOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def node_launch(
 ) -> int:
     """Start this node's trainer of a validated multi-node run, in the foreground (exit code: the trainer's)."""
     from ltx_pipeline.cli.console import out
-    from ltx_pipeline.errors import EXIT_OK, BadInput
+    from ltx_pipeline.errors import BadInput
     from ltx_pipeline.training.nodes import RANK_ENV, node_log, run_foreground
 
     if not run_name:
@@ -56,7 +57,7 @@ def node_launch(
     if prepare:
         for line in node.prepare(index):
             out.print(line, markup=False, highlight=False)
-        return EXIT_OK
+        return Ending.DONE
     rank = machine_rank if machine_rank is not None else _rank_from_env(RANK_ENV)
     spec = node.launch(index, rank, main_ip, main_port)  # refuses a rank outside the launch
     validated = node.validated(index)

@@ -14,9 +14,39 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.cli.driving import existing_path
+from ltx_pipeline.errors import BadRequest
 
-__all__ = ["RequestOptions"]
+__all__ = ["RequestOptions", "existing_path", "with_request_file"]
+
+# What each path option names, in the fix of a path that does not exist.
+_WHAT_IT_NAMES = {
+    "--dataset": "your dataset (a metadata .csv/.json/.jsonl, a folder of clips, or a .precomputed folder)",
+    "--request": "a run-request YAML file (a run's run.yaml, or one of workspaces/examples/)",
+    "--surface": "a cost surface YAML file (format in the README)",
+    "--holdout-file": "your own holdout rows (a .json or .jsonl file)",
+}
+
+def existing_path(path: Path, option: str) -> Path:
+    """The absolute path of a file the user named with ``option``, or one line saying it does not exist.
+
+    Raises:
+        BadRequest: nothing is at ``path``; the fix says what ``option`` names.
+    """
+    resolved = path.expanduser().resolve()
+    if not resolved.exists():
+        raise BadRequest(f"{path} does not exist", where=option,
+                         fix=f"give the path of {_WHAT_IT_NAMES.get(option, 'an existing file')}")
+    return resolved
+
+
+def with_request_file(request_file: Path | None, options: dict[str, Any]) -> dict[str, Any]:
+    """The fields of the ``--request`` file, with the options given on the command line over them."""
+    if request_file is None:
+        return options
+    from ltx_pipeline.request import read_request_file
+
+    return {**read_request_file(existing_path(request_file, "--request")), **options}
+
 
 # Given as they are (None: not given). Paths, lists and the evaluation options are handled in ``given``.
 _PLAIN = ("mode", "training_mode", "strategy", "buckets", "rank", "steps", "learning_rate", "effective_batch",

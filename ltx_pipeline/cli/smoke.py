@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ltx_pipeline.cli import Ending
 from ltx_pipeline.cli.config_tools import TrainerPythonOpt, TrainerRootOpt
 from ltx_pipeline.cli.console import out
 from ltx_pipeline.cli.options import WorkspaceOpt
@@ -39,10 +40,10 @@ def smoke(workspace: WorkspaceOpt = None,
           trainer_python: TrainerPythonOpt = None,
           mode: ModeOpt = None,
           keep: Annotated[bool, typer.Option("--keep", help="Keep the scratch folder (model, data, logs).")] = False,
-          as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
+          as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> Ending:
     """Run your trainer checkout end to end on a tiny random model (about a minute): PASS, or why not and the fix."""
     from ltx_pipeline.cli.config_tools import ltx_backend
-    from ltx_pipeline.errors import EXIT_FAILED, EXIT_OK, BadInput, RunFailed
+    from ltx_pipeline.errors import BadInput, RunFailed
     from ltx_pipeline.workspace import Workspace
 
     modes = _modes(mode or ["t2v"])
@@ -68,7 +69,7 @@ def smoke(workspace: WorkspaceOpt = None,
     if not keep:
         shutil.rmtree(scratch, ignore_errors=True)
     _print_outcome(backend, records, time.monotonic() - started, scratch if keep else None, as_json, len(modes) > 1)
-    return EXIT_OK if all(r["passed"] for r in records) else EXIT_FAILED
+    return Ending.DONE if all(r["passed"] for r in records) else Ending.FAILED
 
 
 def _modes(asked: list[str]) -> list[str]:

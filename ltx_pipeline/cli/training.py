@@ -1,8 +1,8 @@
 """CLI pieces for a training: the ``stop`` command, the live progress bar, the status section.
 
-``stop`` works with no driver running and while one follows the trainer: it marks the process as
-stopped by the user, then sends SIGINT to the trainer's process group, SIGTERM and SIGKILL after
-timeouts; a follower that sees the end reads the mark and records a stop, not a failure.
+``stop`` works with no driver running and while one follows the trainer: ``driving.stop`` marks the
+process as stopped by the user, then sends SIGINT to the trainer's process group, SIGTERM and SIGKILL
+after timeouts; a follower that sees the end reads the mark and records a stop, not a failure.
 ``TrainingProgressBar`` is the ``on_progress`` callback the train phase feeds while following
 (step/total, loss, s/step, ETA). ``render_live`` prints ``status``'s live-training dict.
 """
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ltx_pipeline.cli import Ending
 from ltx_pipeline.cli.console import out
-from ltx_pipeline.errors import EXIT_OK, BadRequest
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,59 +26,35 @@ if TYPE_CHECKING:
 __all__ = ["TrainingProgressBar", "render_live", "stop"]
 
 
-
 def stop(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Workspace folder.")] = None,
          run_name: Annotated[str | None, typer.Option("--run", "-r", help="Run name.")] = None,
          interrupt_timeout: Annotated[float, typer.Option(help="Seconds to wait after SIGINT.")] = 30.0,
-         terminate_timeout: Annotated[float, typer.Option(help="Seconds to wait after SIGTERM.")] = 15.0) -> int:
+         terminate_timeout: Annotated[float, typer.Option(help="Seconds to wait after SIGTERM.")] = 15.0) -> Ending:
     """Stop the run's training: SIGINT to its process group, then SIGTERM, then SIGKILL (a SLURM job: scancel)."""
-    from ltx_pipeline.engine.journal import RunJournal
-    from ltx_pipeline.store import Store, saved_id
-    from ltx_pipeline.training.follow import request_stop
-    from ltx_pipeline.workspace import Workspace
+    from ltx_pipeline.driving import stop as stop_run
+    from ltx_pipeline.driving import stop_target
 
-    ws = Workspace.at(workspace)
-    if not ws.has_store():
-        raise BadRequest(f"No workspace database in {ws.root}", where="--workspace", fix="pass the run's workspace")
-    store = Store.open(ws.store)
-    runs = store.list_runs()
-    run = store.get_run(run_name) if run_name else max(runs, key=lambda r: r.updated_at, default=None)
-    if run is None and run_name is None:
-        raise BadRequest("This workspace has no runs", where=f"--workspace {ws.root}",
-                         fix="start one with `ltx-pipeline run`")
-    if run is None:
-        raise BadRequest(f"No run named {run_name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
-    journal = RunJournal(store, saved_id(run), "train")
-    handle = journal.live("train")
-    if handle is None and (render := journal.live("evaluate")) is not None:
-        journal.stop(render, interrupt_timeout=interrupt_timeout, terminate_timeout=terminate_timeout)
-        journal.event("evaluation render stopped by the user", level="warning")
-        out.print(f"Stopped the evaluation render of run {run.name} (pid {render.pid}). `ltx-pipeline resume "
-                  f"--workspace {ws.root} --run {run.name}` renders what is missing.", markup=False)
-        return EXIT_OK
+    target = stop_target(workspace, run_name)
+    handle, name, resume = target.handle, target.run, f"ltx-pipeline resume --workspace {target.workspace} --run"
     if handle is None:
-        out.print(f"No trainer of run {run.name} is running; nothing to stop.", markup=False)
-        return EXIT_OK
-    request_stop(handle, ws.root)
-    if handle.slurm_job is not None:
-        out.print(f"Cancelling SLURM job {handle.slurm_job} (stage {handle.stage} of run {run.name}) with scancel...",
+        out.print(f"No trainer of run {name} is running; nothing to stop.", markup=False)
+        return Ending.DONE
+    if target.kind == "training" and handle.slurm_job is not None:
+        out.print(f"Cancelling SLURM job {handle.slurm_job} (stage {handle.stage} of run {name}) with scancel...",
                   markup=False)
-    else:
-        out.print(f"Stopping stage {handle.stage} of run {run.name} (pid {handle.pid}): SIGINT, then SIGTERM after "
+    elif target.kind == "training":
+        out.print(f"Stopping stage {handle.stage} of run {name} (pid {handle.pid}): SIGINT, then SIGTERM after "
                   f"{interrupt_timeout:g} s, SIGKILL after {terminate_timeout:g} s more...", markup=False)
-    how = journal.stop(handle, interrupt_timeout=interrupt_timeout, terminate_timeout=terminate_timeout)
-    record = handle.exit()
-    if (record or {}).get("exit_code") == 0:
-        # It ended by itself while the signal was on its way (or the trainer ignored it): say so.
-        journal.event(f"training stage {handle.stage} exited 0 while a stop was asked for", level="warning")
-        out.print(f"The trainer exited 0 before the stop took effect: it ended on its own. `ltx-pipeline resume "
-                  f"--workspace {ws.root} --run {run.name}` checks that it finished and completes the run.",
-                  markup=False)
-        return EXIT_OK
-    journal.event(f"training stage {handle.stage} stopped by the user ({how})", level="warning")
-    out.print(f"Stopped ({how}). Continue from the newest checkpoint with: ltx-pipeline resume --workspace "
-              f"{ws.root} --run {run.name}", markup=False)
-    return EXIT_OK
+    stopped = stop_run(target, interrupt_timeout=interrupt_timeout, terminate_timeout=terminate_timeout)
+    if target.kind == "render":
+        out.print(f"Stopped the evaluation render of run {name} (pid {handle.pid}). `{resume} {name}` renders what "
+                  "is missing.", markup=False)
+    elif stopped.ended_on_its_own:  # the signal was on its way (or the trainer ignored it): say so
+        out.print(f"The trainer exited 0 before the stop took effect: it ended on its own. `{resume} {name}` checks "
+                  "that it finished and completes the run.", markup=False)
+    else:
+        out.print(f"Stopped ({stopped.how}). Continue from the newest checkpoint with: {resume} {name}", markup=False)
+    return Ending.DONE
 
 
 class TrainingProgressBar:

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from ltx_pipeline.cli import Ending
 from ltx_pipeline.cli.options import WorkspaceOpt
 from ltx_pipeline.env_names import UI_TOKEN_ENV
 
@@ -27,10 +28,10 @@ def ui(workspace: WorkspaceOpt = None,
        token: Annotated[str | None, typer.Option("--token", envvar=UI_TOKEN_ENV, show_envvar=True,
                                                  help="Token every request must carry (Authorization: Bearer, or "
                                                       "?token= once); from the environment it stays out of `ps`.")
-                        ] = None) -> int:
+                        ] = None) -> Ending:
     """Serve a read-only dashboard of every run: phases, live training curves, samples, eval renders, trials."""
     from ltx_pipeline.cli.console import out
-    from ltx_pipeline.errors import EXIT_OK, BadInput
+    from ltx_pipeline.errors import BadInput
     from ltx_pipeline.ui.serve import is_loopback, listen, new_token, run
     from ltx_pipeline.workspace import Workspace
 
@@ -58,7 +59,7 @@ def ui(workspace: WorkspaceOpt = None,
         run(app, sock)
     except KeyboardInterrupt:  # Ctrl-C is how a dashboard stops (uvicorn shuts down cleanly, then re-raises it)
         out.print("Stopped.", markup=False)
-    return EXIT_OK
+    return Ending.DONE
 
 
 def _announce(root: Path, host: str, port: int, token: str | None) -> None:

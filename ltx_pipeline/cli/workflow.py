@@ -1,8 +1,10 @@
 """The workflow commands: ``run``, ``init``, ``resume``, ``approve`` and ``status``.
 
-Each translates its options into a request or a query, calls ``cli.driving`` or the engine, and
-prints what comes back; registered on the app by ``cli.app``. Module level holds only the command
-signatures (typer reads them to build the CLI); what a command needs is imported when it runs.
+Each translates its options into a request or a query, calls ``ltx_pipeline.driving`` (every decision
+about a run's state is there) or reads the status, prints what comes back and returns how it ended (an
+``Ending``, which ``cli.main`` turns into the exit code); registered on the app by ``cli.app``. Module
+level holds only the command signatures (typer reads them to build the CLI, their options in
+``cli.run_options``); what a command needs is imported when it runs.
 """
 
 from __future__ import annotations
@@ -12,19 +14,52 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ltx_pipeline.cli import Ending
 from ltx_pipeline.cli.options import RequestFileOpt, RunOpt, WorkspaceOpt
-from ltx_pipeline.cli.run_help import (
-    AUDIO,
-    AUTOTUNE,
-    BACKENDS,
-    CAPTIONERS,
-    MODE_NAMES,
-    PANELS,
-    STRATEGIES,
-    TRAINING_MODES,
-    VALIDATION_MEDIA,
-    choices,
-    default,
+from ltx_pipeline.cli.run_help import STRATEGIES, choices, default
+from ltx_pipeline.cli.run_options import (
+    AcceptRiskOpt,
+    ApproveOpt,
+    AssumeGpuOpt,
+    AudioOpt,
+    AutotuneOpt,
+    BackendOpt,
+    BucketsOpt,
+    CaptionerOpt,
+    CheckpointIntervalOpt,
+    DatasetOpt,
+    DetachOpt,
+    EffectiveBatchOpt,
+    EvalPromptOpt,
+    FreshPreprocessOpt,
+    HeadroomOpt,
+    HoldoutFileOpt,
+    HoldoutOpt,
+    LearningRateOpt,
+    MainIpOpt,
+    MainPortOpt,
+    MinSceneOpt,
+    ModelPathOpt,
+    ModeOpt,
+    NodesOpt,
+    NvidiaSmiOpt,
+    ProcessesOpt,
+    RankOpt,
+    SkipEvalOpt,
+    SlurmArgOpt,
+    SlurmOpt,
+    SplitOverOpt,
+    StepsOpt,
+    StrategyOpt,
+    SurfaceOpt,
+    TextEncoderPathOpt,
+    TrainerPythonOpt,
+    TrainerRootOpt,
+    TrainingModeOpt,
+    TriggerOpt,
+    ValidationIntervalOpt,
+    ValidationMediaOpt,
+    VllmUrlOpt,
 )
 
 if TYPE_CHECKING:
@@ -36,131 +71,32 @@ if TYPE_CHECKING:
 
 __all__ = ["approve", "init", "resume", "run", "status"]
 
-_DATA, _TRAINING, _TRAINER = PANELS["data"], PANELS["training"], PANELS["trainer"]
-_AUTOTUNE, _EVALUATION = PANELS["autotune"], PANELS["evaluation"]
 
-
-def run(
-    workspace: WorkspaceOpt = None,
-    run_name: RunOpt = None,
-    request_file: RequestFileOpt = None,
-    dataset: Annotated[Path | None, typer.Option(help="Metadata file, clips folder or .precomputed folder.",
-                                                 rich_help_panel=_DATA)] = None,
-    mode: Annotated[str | None, typer.Option(metavar="<mode>", help="Training mode, one of "
-                                             + ", ".join(MODE_NAMES) + "." + default("mode"),
-                                             rich_help_panel=_TRAINING)] = None,
-    training_mode: Annotated[str | None, typer.Option(metavar=choices(TRAINING_MODES), help="A LoRA, or a full "
-                                                      "fine-tune." + default("training_mode"),
-                                                      rich_help_panel=_TRAINING)] = None,
-    strategy: Annotated[str | None, typer.Option(metavar=choices(STRATEGIES), help="One bucket, several mixed in "
-                                                 "one training, or one stage per bucket." + default("strategy"),
-                                                 rich_help_panel=_TRAINING)] = None,
-    buckets: Annotated[str | None, typer.Option(help='Resolution buckets "WxHxF;WxHxF".' + default("buckets"),
-                                                rich_help_panel=_TRAINING)] = None,
-    rank: Annotated[int | None, typer.Option(help="LoRA rank (alpha = rank)." + default("rank"),
-                                             rich_help_panel=_TRAINING)] = None,
-    steps: Annotated[int | None, typer.Option(help="Optimizer steps per stage." + default("steps"),
-                                              rich_help_panel=_TRAINING)] = None,
-    learning_rate: Annotated[float | None, typer.Option(help="Learning rate (first stage)."
-                                                        + default("learning_rate"), rich_help_panel=_TRAINING)] = None,
-    effective_batch: Annotated[int | None, typer.Option(help="Samples per optimizer step, all GPUs."
-                                                        + default("effective_batch"),
-                                                        rich_help_panel=_TRAINING)] = None,
-    trigger: Annotated[str | None, typer.Option(help="Trigger word (default: none).", rich_help_panel=_TRAINING)
-                       ] = None,
-    trainer_root: Annotated[Path | None, typer.Option(help="LTX-2 checkout." + default("trainer_root"),
-                                                      rich_help_panel=_TRAINER)] = None,
-    trainer_python: Annotated[Path | None, typer.Option(help="Python of an environment where ltx-trainer is "
-                                                        "installed (venv or conda): runs the trainer's scripts "
-                                                        "instead of `uv run`.", rich_help_panel=_TRAINER)] = None,
-    model_path: Annotated[str | None, typer.Option(help="Local LTX checkpoint .safetensors.",
-                                                   rich_help_panel=_TRAINER)] = None,
-    text_encoder_path: Annotated[str | None, typer.Option(help="Local Gemma text-encoder folder.",
-                                                          rich_help_panel=_TRAINER)] = None,
-    backend: Annotated[str | None, typer.Option(metavar=choices(BACKENDS), help="Trainer backend: the LTX-2 "
-                                                "trainer, the toy reference trainer, or a simulated one."
-                                                + default("backend"), rich_help_panel=_TRAINER)] = None,
-    surface: Annotated[Path | None, typer.Option(help="Cost surface YAML for --backend simulated.",
-                                                 rich_help_panel=_TRAINER)] = None,
-    assume_gpu: Annotated[str | None, typer.Option(help='Plan for "NAME,MEMORY_MIB[,COUNT]" instead of the GPUs '
-                                                   "found.", rich_help_panel=_TRAINER)] = None,
-    nvidia_smi: Annotated[str | None, typer.Option(help="nvidia-smi executable to use.", rich_help_panel=_TRAINER)
-                          ] = None,
-    accept_risk: Annotated[bool | None, typer.Option("--accept-risk", help="Continue below 32 GB.",
-                                                     rich_help_panel=_TRAINER)] = None,
-    fresh_preprocess: Annotated[bool | None, typer.Option(
-        "--fresh-preprocess", help="Ignore an existing .precomputed; preprocess into the run's folder.",
-        rich_help_panel=_DATA)] = None,
-    headroom: Annotated[float | None, typer.Option(help="Autotune VRAM headroom: peak VRAM stays under capacity x "
-                                                   "(1 - headroom)." + default("headroom"),
-                                                   rich_help_panel=_AUTOTUNE)] = None,
-    autotune: Annotated[str | None, typer.Option(metavar=choices(AUTOTUNE), help="on: sweep for the fastest config "
-                                                 "that fits; off: train with the plan's baseline config as is."
-                                                 + default("autotune"), rich_help_panel=_AUTOTUNE)] = None,
-    audio: Annotated[str | None, typer.Option(metavar=choices(AUDIO), help="auto: train audio when every clip has "
-                                              "sound, video only when none has; on: audio and video, silent clips "
-                                              "left out; off: video only on every clip (t2v, i2v, video-extend, "
-                                              "video-suffix)." + default("audio"), rich_help_panel=_DATA)] = None,
-    validation_media: Annotated[str | None, typer.Option(
-        metavar=choices(VALIDATION_MEDIA),
-        help="Where validation conditions (first frame, audio, reference, mask) come from when no row of your "
-             "data can give them: auto: from your rows, else the plan stops and asks; without: the prompts alone; "
-             "none: no validation during training." + default("validation_media"),
-        rich_help_panel=_TRAINING)] = None,
-    processes: Annotated[int | None, typer.Option(help="Training processes per node." + default("processes"),
-                                                  rich_help_panel=_TRAINER)] = None,
-    nodes: Annotated[int | None, typer.Option(help="Machines training together; this one is rank 0, the others "
-                                              "run `ltx-pipeline node-launch`." + default("nodes"),
-                                              rich_help_panel=_TRAINER)] = None,
-    main_ip: Annotated[str | None, typer.Option(help="This (rank-0) machine's address, reachable from the other "
-                                                "nodes (needed with --nodes 2 or more).",
-                                                rich_help_panel=_TRAINER)] = None,
-    main_port: Annotated[int | None, typer.Option(help="Rendezvous port on this machine." + default("main_port"),
-                                                  rich_help_panel=_TRAINER)] = None,
-    checkpoint_interval: Annotated[int | None, typer.Option(help="Steps between checkpoints."
-                                                            + default("checkpoint_interval"),
-                                                            rich_help_panel=_TRAINING)] = None,
-    validation_interval: Annotated[int | None, typer.Option(help="Steps between validations."
-                                                            + default("validation_interval"),
-                                                            rich_help_panel=_TRAINING)] = None,
-    captioner: Annotated[str | None, typer.Option(metavar=choices(CAPTIONERS), help="Captions for clips without "
-                                                  "one: offline (measured facts), qwen_omni (a local Qwen-Omni "
-                                                  "through vLLM) or gemini_flash." + default("captioner"),
-                                                  rich_help_panel=_DATA)] = None,
-    vllm_url: Annotated[str | None, typer.Option(help="qwen_omni's vLLM server (the trainer script's default)."
-                                                 + default("vllm_url"), rich_help_panel=_DATA)] = None,
-    holdout: Annotated[int | None, typer.Option(help="Samples to hold out (0: none)." + default("holdout"),
-                                                rich_help_panel=_DATA)] = None,
-    holdout_file: Annotated[Path | None, typer.Option(help="Your own holdout rows (.json/.jsonl), used as "
-                                                      "they are.", rich_help_panel=_DATA)] = None,
-    split_over: Annotated[float | None, typer.Option(help="Deprecated, ignored: every video is looked at for "
-                                                     "scene cuts, whatever its length.", rich_help_panel=_DATA)
-                          ] = None,
-    min_scene: Annotated[float | None, typer.Option(help="Deprecated, ignored: scenes shorter than the smallest "
-                                                    "bucket are dropped and listed.", rich_help_panel=_DATA)] = None,
-    eval_prompt: Annotated[list[str] | None, typer.Option(
-        "--eval-prompt", help="An out-of-distribution prompt for the evaluation renders (repeat for more; "
-        "default: 3 generic prompts with the trigger word).", rich_help_panel=_EVALUATION)] = None,
-    skip_eval: Annotated[bool | None, typer.Option("--skip-eval", help="Finish without the evaluation "
-                                                   "renders (recorded as skipped).",
-                                                   rich_help_panel=_EVALUATION)] = None,
-    slurm: Annotated[bool | None, typer.Option("--slurm", help="Submit each training stage to SLURM (sbatch of "
-                                               "<run>/slurm/train*.sbatch) instead of launching it here.",
-                                               rich_help_panel=_TRAINER)] = None,
-    slurm_arg: Annotated[list[str] | None, typer.Option(
-        "--slurm-arg", help="An #SBATCH option for the job script, verbatim (repeat for more), e.g. "
-        "--slurm-arg=--partition=gpu --slurm-arg=--time=24:00:00.", rich_help_panel=_TRAINER)] = None,
-    approve: Annotated[bool, typer.Option("--approve", help="Approve every gate (the plan, then the captions) "
-                                          "as soon as it is reached.")] = False,
-    detach: Annotated[bool, typer.Option("--detach", help="Return once training is launched.")] = False,
-) -> int:
+def run(  # one option per request field (``cli.run_options``); options left out are None: run.yaml's value stands
+    workspace: WorkspaceOpt = None, run_name: RunOpt = None, request_file: RequestFileOpt = None,
+    dataset: DatasetOpt = None, mode: ModeOpt = None, training_mode: TrainingModeOpt = None,
+    strategy: StrategyOpt = None, buckets: BucketsOpt = None, rank: RankOpt = None, steps: StepsOpt = None,
+    learning_rate: LearningRateOpt = None, effective_batch: EffectiveBatchOpt = None, trigger: TriggerOpt = None,
+    trainer_root: TrainerRootOpt = None, trainer_python: TrainerPythonOpt = None, model_path: ModelPathOpt = None,
+    text_encoder_path: TextEncoderPathOpt = None, backend: BackendOpt = None, surface: SurfaceOpt = None,
+    assume_gpu: AssumeGpuOpt = None, nvidia_smi: NvidiaSmiOpt = None, accept_risk: AcceptRiskOpt = None,
+    fresh_preprocess: FreshPreprocessOpt = None, headroom: HeadroomOpt = None, autotune: AutotuneOpt = None,
+    audio: AudioOpt = None, validation_media: ValidationMediaOpt = None, processes: ProcessesOpt = None,
+    nodes: NodesOpt = None, main_ip: MainIpOpt = None, main_port: MainPortOpt = None,
+    checkpoint_interval: CheckpointIntervalOpt = None, validation_interval: ValidationIntervalOpt = None,
+    captioner: CaptionerOpt = None, vllm_url: VllmUrlOpt = None, holdout: HoldoutOpt = None,
+    holdout_file: HoldoutFileOpt = None, split_over: SplitOverOpt = None, min_scene: MinSceneOpt = None,
+    eval_prompt: EvalPromptOpt = None, skip_eval: SkipEvalOpt = None, slurm: SlurmOpt = None,
+    slurm_arg: SlurmArgOpt = None, approve: ApproveOpt = False, detach: DetachOpt = False,
+) -> Ending:
     """Create (or update) a run and drive it: probe, plan, then stop for approval.
 
     Options left out keep run.yaml's value for an existing run; the defaults shown are a new run's. Values
     are checked with the whole request, every problem reported at once.
     """
-    from ltx_pipeline.cli.driving import drive_run, find_workspace, prepare_run, with_request_file
-    from ltx_pipeline.cli.request_options import RequestOptions
+    from ltx_pipeline.cli.request_options import RequestOptions, with_request_file
+    from ltx_pipeline.cli.watch import watch_drive
+    from ltx_pipeline.driving import find_workspace, prepare_run
     from ltx_pipeline.engine.options import RunOptions
 
     _deprecated_scene_options(split_over, min_scene)
@@ -177,7 +113,7 @@ def run(
         skip_eval=skip_eval, slurm=slurm, slurm_args=slurm_arg).given()
     ws, found = find_workspace(workspace)  # nothing is written before the request is accepted
     store, run_row, request = prepare_run(ws, found, run_name, with_request_file(request_file, given))
-    return drive_run(ws, store, run_row, request, approve, RunOptions(detach=detach))
+    return watch_drive(ws, store, run_row, request, approve, RunOptions(detach=detach))
 
 
 def _deprecated_scene_options(split_over: float | None, min_scene: float | None) -> None:
@@ -203,20 +139,17 @@ def init(
                                                  "one training, or one stage per bucket." + default("strategy"))
                         ] = None,
     buckets: Annotated[str | None, typer.Option(help='Resolution buckets "WxHxF;WxHxF".')] = None,
-) -> int:
+) -> Ending:
     """Create a run and its run.yaml without running anything; edit run.yaml, then `resume`."""
     from ltx_pipeline.cli.console import out
-    from ltx_pipeline.cli.driving import find_workspace, prepare_run, with_request_file
-    from ltx_pipeline.cli.request_options import RequestOptions
-    from ltx_pipeline.errors import EXIT_OK, BadRequest
+    from ltx_pipeline.cli.request_options import RequestOptions, with_request_file
+    from ltx_pipeline.driving import create_run, find_workspace
 
     options = RequestOptions(dataset=dataset, mode=mode, strategy=strategy, buckets=buckets).given()
     ws, store = find_workspace(workspace)  # nothing is written before the request is accepted
-    if run_name and store is not None and store.get_run(run_name):
-        raise BadRequest(f"Run {run_name} already exists", where="--run", fix="choose another name or use `resume`")
-    _, run_row, _ = prepare_run(ws, store, run_name, with_request_file(request_file, options), check_gpu=False)
-    out.print(f"Created run {run_row.name}: {ws.run(run_row.name).request_file}", markup=False)
-    return EXIT_OK
+    created = create_run(ws, store, run_name, with_request_file(request_file, options))
+    out.print(f"Created run {created.run.name}: {ws.run(created.run.name).request_file}", markup=False)
+    return Ending.DONE
 
 
 def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
@@ -236,52 +169,43 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
            replan: Annotated[bool, typer.Option(
                "--replan", help="After an upgrade: redo what this version would do otherwise (fingerprints an "
                "earlier version wrote compared strictly; phases it added run on a finished run).")] = False,
-           ) -> int:
+           ) -> Ending:
     """Continue a run where it stopped, re-running only what changed (run.yaml is re-read)."""
-    from ltx_pipeline.cli.driving import drive_run, find_workspace, latest_run_name, prepare_run
+    from ltx_pipeline.cli.watch import watch_drive
+    from ltx_pipeline.driving import find_workspace, latest_run_name, resume_run
     from ltx_pipeline.engine.options import RunOptions
-    from ltx_pipeline.errors import BadRequest
+
+    ws, found = find_workspace(workspace)
+    updates: dict[str, object] = {"accept_risk": True} if accept_risk else {}
+    updates.update(_eval_options(eval_prompt, skip_eval))
+    store, run_row, request = resume_run(ws, found, run_name or latest_run_name(found), updates)
+    return watch_drive(ws, store, run_row, request, approve,
+                       RunOptions(detach=detach, apply_fix=apply_fix, restart_training=restart_training,
+                                  replan=replan))
+
+
+def approve(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> Ending:
+    """Approve the run's current plan.md (by its content hash) so heavy phases may run."""
+    from ltx_pipeline.cli.console import out
+    from ltx_pipeline.driving import approve as approve_gate
+    from ltx_pipeline.driving import existing_run, find_workspace, latest_run_name
 
     ws, found = find_workspace(workspace)
     name = run_name or latest_run_name(found)
-    if found is None or found.get_run(name) is None:
-        raise BadRequest(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
-    updates: dict[str, object] = {"accept_risk": True} if accept_risk else {}
-    updates.update(_eval_options(eval_prompt, skip_eval))
-    store, run_row, request = prepare_run(ws, found, name, updates)
-    return drive_run(ws, store, run_row, request, approve,
-                     RunOptions(detach=detach, apply_fix=apply_fix, restart_training=restart_training,
-                                replan=replan))
-
-
-def approve(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> int:
-    """Approve the run's current plan.md (by its content hash) so heavy phases may run."""
-    from ltx_pipeline.cli.console import out
-    from ltx_pipeline.cli.driving import find_workspace, gate_name, latest_run_name
-    from ltx_pipeline.engine import approve_plan
-    from ltx_pipeline.errors import EXIT_OK, BadRequest
-    from ltx_pipeline.store import saved_id
-
-    ws, store = find_workspace(workspace)
-    name = run_name or latest_run_name(store)
-    run_row = store.get_run(name) if store is not None else None
-    if store is None or run_row is None:
-        raise BadRequest(f"No run named {name!r} in {ws.root}", where="--run", fix="see `ltx-pipeline status`")
-    subject, new = approve_plan(store, run_row, approved_by="approve command")
-    rows = store.latest_phase_runs(saved_id(run_row)).values()
-    phase = next((r.phase for r in rows if r.approval_subject == subject), None)
-    verb = "Approved" if new else "Already approved:"
-    out.print(f"{verb} {gate_name(phase).lower()} {subject[:19]}… of run {name}. Next: ltx-pipeline resume "
-              f"--workspace {ws.root} --run {name}", markup=False)
-    return EXIT_OK
+    store, run_row = existing_run(ws, found, name)
+    approval = approve_gate(ws, store, run_row, approved_by="approve command")
+    verb = "Approved" if approval.new else "Already approved:"
+    out.print(f"{verb} {approval.gate.name.lower()} {approval.gate.subject[:19]}… of run {name}. Next: ltx-pipeline "
+              f"resume --workspace {ws.root} --run {name}", markup=False)
+    return Ending.DONE
 
 
 def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
-           as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> int:
+           as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False) -> Ending:
     """Show every run and phase, the approval state and the next command (read-only, no lock)."""
     from ltx_pipeline.cli.console import out
     from ltx_pipeline.cli.render import print_json, render_status
-    from ltx_pipeline.errors import EXIT_OK, BadRequest
+    from ltx_pipeline.errors import BadRequest
     from ltx_pipeline.status.report import status_report
     from ltx_pipeline.store.reader import StoreReader
     from ltx_pipeline.training import readers as trainer_readers
@@ -297,8 +221,7 @@ def status(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
     if run_name and not report["runs"]:
         raise BadRequest(f"No run named {run_name!r} in {ws.root}", where="--run", fix="omit --run to list all")
     print_json(out, report) if as_json else render_status(out, report)
-    return EXIT_OK
-
+    return Ending.DONE
 
 
 def _full_store(ws: Workspace) -> Store | None:

@@ -27,7 +27,7 @@ from ltx_pipeline.engine.processes import (
 )
 from ltx_pipeline.slurm import queue as slurm
 from ltx_pipeline.slurm.queue import Submitted
-from ltx_pipeline.store import Process, Store, saved_id
+from ltx_pipeline.store import Process, ProcessState, Store, saved_id
 from ltx_pipeline.store.models import utcnow
 
 __all__ = ["ConfigChangedSinceValidation", "Launchable", "ProcessHandle", "RunJournal", "Submitted",
@@ -99,7 +99,7 @@ class ProcessHandle:
     host: str
     log_path: Path
     log_offset: int
-    status: str
+    status: str  # a ProcessState value, as recorded
     printable: str
     heartbeat_at: Any = None
     config_sha256: str | None = None  # a trainer launch's config digest as validated (``ValidatedConfig``)
@@ -220,7 +220,8 @@ class RunJournal:
 
     def live(self, kind: str, stage: int | None = None) -> ProcessHandle | None:
         """A recorded process of this kind that is still running (pid and start time match)."""
-        return next((h for h in reversed(self.processes(kind, stage)) if h.status == "running" and h.alive()), None)
+        return next((h for h in reversed(self.processes(kind, stage))
+                     if h.status == ProcessState.RUNNING and h.alive()), None)
 
     def settle(self, handle: ProcessHandle, *, stopped_by_user: bool = False) -> ProcessHandle:
         """Record how a process that is no longer alive ended: exited (with its code) or crashed."""
@@ -230,10 +231,10 @@ class RunJournal:
         # A trainer that exited 0 finished on its own, even when a stop was asked for meanwhile
         # (a SIGINT that lands in a finaliser is swallowed by Python and the trainer runs on).
         if stopped_by_user and (record or {}).get("exit_code") != 0:
-            status = "stopped"
+            status = ProcessState.STOPPED
         else:
-            status = "crashed" if record is None else "exited"
-        row = self.store.update_process(handle.id, status=status, ended_at=utcnow(),
+            status = ProcessState.CRASHED if record is None else ProcessState.EXITED
+        row = self.store.update_process(handle.id, status=status.value, ended_at=utcnow(),
                                         exit_code=None if record is None else record["exit_code"],
                                         stopped_by_user=stopped_by_user)
         return ProcessHandle.of(row)
@@ -245,9 +246,9 @@ class RunJournal:
         the exit file written by the supervisor when the trainer ended is the evidence that wins.
         """
         record = handle.exit()
-        if record is None or handle.alive() or handle.status == "exited":
+        if record is None or handle.alive() or handle.status == ProcessState.EXITED:
             return handle
-        row = self.store.update_process(handle.id, status="exited", exit_code=record["exit_code"],
+        row = self.store.update_process(handle.id, status=ProcessState.EXITED.value, exit_code=record["exit_code"],
                                         ended_at=utcnow())
         self.event(f"process {handle.id} (pid {handle.pid}) was recorded {handle.status}; its exit file says "
                    f"exit {record['exit_code']}: recorded as exited", level="warning")

@@ -1,11 +1,11 @@
 """The run lifecycle as a ``transitions`` state machine that refuses what the runner never does.
 
 States: ``new``, one state per phase, ``awaiting_approval``, ``gate_stopped``, ``failed`` and
-``finished``; ``runs.state`` keeps one of them (the same values as ever: the phase last entered, or
-how the last drive ended). The machine is rebuilt from ``runs.state`` for each drive, and the
-runner persists each new state in the same transaction as the phase record it belongs to (work
-first, trigger afterwards, since ``transitions`` does not roll back a transition when a later
-step fails).
+``finished`` (the ``RunState`` values, ``store/states.py``); ``runs.state`` keeps one of them (the
+same values as ever: the phase last entered, or how the last drive ended). The machine is rebuilt
+from ``runs.state`` for each drive, and the runner persists each new state in the same transaction
+as the phase record it belongs to (work first, trigger afterwards, since ``transitions`` does not
+roll back a transition when a later step fails).
 
 One drive walks the phases in registry order, whether it runs a phase or skips it as unchanged:
 
@@ -37,9 +37,15 @@ from typing import TYPE_CHECKING
 
 from transitions import Machine, MachineError, State
 
+from ltx_pipeline.store.states import RunState
+
 __all__ = ["TERMINAL_STATES", "RunLifecycle"]
 
-TERMINAL_STATES = ("awaiting_approval", "gate_stopped", "failed", "finished")
+# Plain strings (the enums' values): ``transitions`` names an Enum state by its member name, not its value.
+_NEW = RunState.NEW.value
+_AWAITING_APPROVAL, _GATE_STOPPED = RunState.AWAITING_APPROVAL.value, RunState.GATE_STOPPED.value
+_FAILED, _FINISHED = RunState.FAILED.value, RunState.FINISHED.value
+TERMINAL_STATES = (_AWAITING_APPROVAL, _GATE_STOPPED, _FAILED, _FINISHED)
 
 
 class RunLifecycle:
@@ -52,9 +58,9 @@ class RunLifecycle:
         self.approval_ok = False
         self.running: str | None = None  # the phase being run (not merely passed as unchanged)
         self.driving = False
-        states: list[str | Enum | State] = ["new", *self.phase_names, *TERMINAL_STATES]
+        states: list[str | Enum | State] = [_NEW, *self.phase_names, *TERMINAL_STATES]
         if state not in states:  # a phase removed from the registry since: a drive starts at the top anyway
-            state = "new"
+            state = _NEW
         self.machine = Machine(model=self, states=states, initial=state, auto_transitions=False,
                                send_event=False)
         first, last = self.phase_names[0], self.phase_names[-1]
@@ -63,12 +69,12 @@ class RunLifecycle:
             self.machine.add_transition(f"reach_{name}", source=before, dest=name)
         self.machine.add_transition("start_gated", source=list(self.phase_names), dest="=",
                                     conditions="approval_allows")
-        self.machine.add_transition("await_approval", source=list(self.phase_names), dest="awaiting_approval",
+        self.machine.add_transition("await_approval", source=list(self.phase_names), dest=_AWAITING_APPROVAL,
                                     conditions="is_driving")
-        self.machine.add_transition("stop_at_gate", source=list(self.phase_names), dest="gate_stopped",
+        self.machine.add_transition("stop_at_gate", source=list(self.phase_names), dest=_GATE_STOPPED,
                                     conditions="is_running")
-        self.machine.add_transition("fail", source=list(self.phase_names), dest="failed", conditions="is_running")
-        self.machine.add_transition("finish", source=last, dest="finished", conditions="is_driving")
+        self.machine.add_transition("fail", source=list(self.phase_names), dest=_FAILED, conditions="is_running")
+        self.machine.add_transition("finish", source=last, dest=_FINISHED, conditions="is_driving")
 
     state: str
 

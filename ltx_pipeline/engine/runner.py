@@ -27,7 +27,7 @@ from ltx_pipeline.engine.outputs import StoredOutputs
 from ltx_pipeline.engine.phase import Phase, PhaseResult
 from ltx_pipeline.engine.reporting import Reporter, SilentReporter
 from ltx_pipeline.errors import ApprovalRefused, GateStopped, LtxPipelineError, PhaseFailed
-from ltx_pipeline.store import PhaseRun, Run, Store, saved_id
+from ltx_pipeline.store import PhaseRun, PhaseState, ProcessState, Run, RunState, Store, saved_id
 from ltx_pipeline.workspace import Workspace
 
 __all__ = ["DriveReport", "Outcome", "Runner", "approve_plan"]
@@ -52,6 +52,27 @@ class DriveReport:
     approval_subject: str | None = None
     approval_blockers: list[str] = field(default_factory=list)
     approval_phase: str | None = None  # the phase whose result waits for approval (plan, prepare)
+
+
+@dataclass
+class _Drive:
+    """What one drive carries from phase to phase."""
+
+    report: DriveReport
+    frozen: dict[str, str]  # phases whose outputs a live later process was launched from -> what runs
+    upstream: dict[str, StoredOutputs] = field(default_factory=dict)
+    reran: str | None = None  # the last phase that ran and came to new outputs
+    subject: str | None = None  # the approval subject met so far: phases past it run approved
+
+    def ran(self, name: str, previous: PhaseRun | None, stored: StoredOutputs) -> None:
+        self.upstream[name] = stored
+        self.report.ran.append(name)
+        if previous is not None and (previous.outputs is None or digest(stored.data) != digest(previous.outputs)):
+            # Only new outputs make the phases after it run again: a phase that ran (a changed
+            # environment, an upgrade) and came to the same result leaves their work standing. A phase
+            # running a first time after later ones ran is one a new release added: those later phases
+            # judge by their own parts whether its outputs concern them (a prepare that skipped does not).
+            self.reran = name
 
 
 class Runner:
@@ -88,75 +109,86 @@ class Runner:
         run_id = saved_id(run)
         lifecycle = RunLifecycle([p.name for p in self.phases], run.state)
         latest = self.store.latest_phase_runs(run_id)
-        report = DriveReport(Outcome.FINISHED, run.name)
-        upstream: dict[str, StoredOutputs] = {}
-        reran: str | None = None
-        subject: str | None = None
-        frozen = self._frozen_phases(run_id, latest)
+        drive = _Drive(DriveReport(Outcome.FINISHED, run.name), self._frozen_phases(run_id, latest))
         for phase in self.phases:
             lifecycle.reach(phase.name)  # run or skipped, every phase is passed in order
-            ctx = self._context(run, request, upstream, phase.name, approved=subject is not None)
+            ctx = self._context(run, request, drive.upstream, phase.name, approved=drive.subject is not None)
             previous = latest.get(phase.name)
             parts, fingerprint_error = self._fingerprint(phase, ctx)
             fingerprint = digest(parts)
-            reason = (_why(previous, fingerprint, parts, reran, _request_defaults(request), self.options.replan)
-                      if fingerprint_error is None else "inputs unreadable")
-            if (reason == "first run" and run.state == "finished" and getattr(phase, "optional_extra", False)
-                    and not self.options.replan):
-                # An optional phase a later release added (an evaluation), met in a run that finished without it:
-                # the run's work stands as it is; new work is not owed to it, `resume --replan` asks for it.
-                self._emit(run, f"{phase.name} is new since this run finished; not run (`ltx-pipeline resume "
-                           f"--workspace {self.workspace.root} --run {run.name} --replan` runs it)", "info", phase.name)
-                report.skipped.append(phase.name)
+            reason = (_why(previous, fingerprint, parts, drive.reran, _request_defaults(request),
+                           self.options.replan) if fingerprint_error is None else "inputs unreadable")
+            if self._not_owed(run, phase, reason):
+                drive.report.skipped.append(phase.name)
                 continue
-            if reason is not None and phase.name in frozen and previous is not None:
-                # A live process of a later phase was launched from these outputs: changing them now
-                # would describe a run that is not the one running. Report, apply once it has ended.
-                self._emit(run, f"{phase.name}: {reason}, since {frozen[phase.name]} was launched; not applied "
-                           "while it runs. Stop it (`ltx-pipeline stop`) or let it finish, then `ltx-pipeline "
-                           "resume` applies the change.", "warning", phase.name)
-                reason = None
+            reason = self._unless_frozen(run, phase.name, reason, previous, drive.frozen)
             if reason is None:
                 assert previous is not None
-                upstream[phase.name] = StoredOutputs(previous.outputs, previous.outputs_version)
-                report.skipped.append(phase.name)
-                self._emit(run, f"{phase.name} unchanged, skipping ({previous.summary})", "info", phase.name)
-                approval_subject, approval_blockers = previous.approval_subject, previous.approval_blockers
+                gate = self._skip(run, phase.name, previous, drive)
             else:
-                if phase.heavy and subject is None:
+                if phase.heavy and drive.subject is None:
                     raise PhaseFailed(phase.name, 0, "a heavy phase is registered before any approval point")
-                lifecycle.approval_ok = subject is not None
-                lifecycle.enter_phase(phase.name, after_approval_point=subject is not None)
+                lifecycle.approval_ok = drive.subject is not None
+                lifecycle.enter_phase(phase.name, after_approval_point=drive.subject is not None)
                 row = self.store.begin_phase(run_id, phase.name, reason=reason, fingerprint=fingerprint,
                                              parts=parts, run_state=lifecycle.state)
                 self._emit(run, f"{phase.name} runs: {reason}", "info", phase.name)
                 result, stored = self._run_phase(run, phase, ctx, row, lifecycle, fingerprint_error)
-                upstream[phase.name] = stored
-                report.ran.append(phase.name)
-                if previous is not None and (previous.outputs is None
-                                             or digest(stored.data) != digest(previous.outputs)):
-                    # Only new outputs make the phases after it run again: a phase that ran (a changed
-                    # environment, an upgrade) and came to the same result leaves their work standing. A phase
-                    # running a first time after later ones ran is one a new release added: those later phases
-                    # judge by their own parts whether its outputs concern them (a prepare that skipped does not).
-                    reran = phase.name
+                drive.ran(phase.name, previous, stored)
                 if result.pending:
-                    report.outcome = Outcome.DETACHED
-                    return report
-                approval_subject, approval_blockers = result.approval_subject, result.approval_blockers
-            if approval_subject:
-                subject = approval_subject
-                report.approval_subject = subject
-                report.approval_blockers = list(approval_blockers)
-                report.approval_phase = phase.name
-                if self.store.approval_for(run_id, subject) is None:
-                    lifecycle.wait_for_approval()
-                    self.store.set_state(run_id, lifecycle.state, f"waiting for approval of plan {subject}")
-                    report.outcome = Outcome.AWAITING_APPROVAL
-                    return report
+                    drive.report.outcome = Outcome.DETACHED
+                    return drive.report
+                gate = (result.approval_subject, result.approval_blockers)
+            if self._stops_for_approval(run_id, phase.name, gate, lifecycle, drive):
+                return drive.report
         lifecycle.finish_drive()
         self.store.set_state(run_id, lifecycle.state, "all phases finished")
-        return report
+        return drive.report
+
+    def _not_owed(self, run: Run, phase: Phase[Any], reason: str | None) -> bool:
+        """An optional phase a later release added (an evaluation), met in a run that finished without it:
+        the run's work stands as it is; new work is not owed to it, `resume --replan` asks for it."""
+        if not (reason == "first run" and run.state == RunState.FINISHED and getattr(phase, "optional_extra", False)
+                and not self.options.replan):
+            return False
+        self._emit(run, f"{phase.name} is new since this run finished; not run (`ltx-pipeline resume "
+                   f"--workspace {self.workspace.root} --run {run.name} --replan` runs it)", "info", phase.name)
+        return True
+
+    def _unless_frozen(self, run: Run, name: str, reason: str | None, previous: PhaseRun | None,
+                       frozen: dict[str, str]) -> str | None:
+        """``reason``, or None while a live process of a later phase was launched from this phase's outputs:
+        changing them now would describe a run that is not the one running. Report, apply once it has ended."""
+        if reason is None or name not in frozen or previous is None:
+            return reason
+        self._emit(run, f"{name}: {reason}, since {frozen[name]} was launched; not applied "
+                   "while it runs. Stop it (`ltx-pipeline stop`) or let it finish, then `ltx-pipeline "
+                   "resume` applies the change.", "warning", name)
+        return None
+
+    def _skip(self, run: Run, name: str, previous: PhaseRun, drive: _Drive) -> tuple[str | None, list[str]]:
+        """Pass a phase whose result stands: its stored outputs go downstream; returns its approval gate."""
+        drive.upstream[name] = StoredOutputs(previous.outputs, previous.outputs_version)
+        drive.report.skipped.append(name)
+        self._emit(run, f"{name} unchanged, skipping ({previous.summary})", "info", name)
+        return previous.approval_subject, previous.approval_blockers
+
+    def _stops_for_approval(self, run_id: int, name: str, gate: tuple[str | None, list[str]],
+                            lifecycle: RunLifecycle, drive: _Drive) -> bool:
+        """Note the phase's approval point, if it has one; True when the drive stops to wait for approval."""
+        subject, blockers = gate
+        if not subject:
+            return False
+        drive.subject = subject
+        drive.report.approval_subject = subject
+        drive.report.approval_blockers = list(blockers)
+        drive.report.approval_phase = name
+        if self.store.approval_for(run_id, subject) is not None:
+            return False
+        lifecycle.wait_for_approval()
+        self.store.set_state(run_id, lifecycle.state, f"waiting for approval of plan {subject}")
+        drive.report.outcome = Outcome.AWAITING_APPROVAL
+        return True
 
     def _frozen_phases(self, run_id: int, latest: dict[str, PhaseRun]) -> dict[str, str]:
         """Phases upstream of a phase whose launched process is still alive, each with what runs.
@@ -164,7 +196,7 @@ class Runner:
         Liveness is the journal's evidence (pid, start time, the supervisor's command line).
         """
         order = [p.name for p in self.phases]
-        live = [row for row in self.store.processes(run_id) if row.status == "running"
+        live = [row for row in self.store.processes(run_id) if row.status == ProcessState.RUNNING
                 and RunJournal.handle(row).alive() and row.phase in order]
         if not live:
             return {}
@@ -182,20 +214,21 @@ class Runner:
             stored = _stored(phase, result)
         except GateStopped as exc:
             lifecycle.stop_phase_at_gate()
-            self.store.finish_phase(row_id, status="gate_stopped", run_state=lifecycle.state, error=exc.line())
+            self.store.finish_phase(row_id, status=PhaseState.GATE_STOPPED, run_state=lifecycle.state,
+                                    error=exc.line())
             raise
         except LtxPipelineError as exc:
             lifecycle.fail_phase()
-            self.store.finish_phase(row_id, status="failed", run_state=lifecycle.state, error=exc.line())
+            self.store.finish_phase(row_id, status=PhaseState.FAILED, run_state=lifecycle.state, error=exc.line())
             raise
         except Exception as exc:
             log_path = self._log_traceback(run, phase.name, row.attempt)
             lifecycle.fail_phase()
             cause = f"{type(exc).__name__}: {exc}"
-            self.store.finish_phase(row_id, status="failed", run_state=lifecycle.state, error=cause)
+            self.store.finish_phase(row_id, status=PhaseState.FAILED, run_state=lifecycle.state, error=cause)
             raise PhaseFailed(phase.name, row.attempt, cause, log_path) from exc
         summary = phase.summary(result.outputs)
-        self.store.finish_phase(row_id, status="detached" if result.pending else "succeeded",
+        self.store.finish_phase(row_id, status=PhaseState.DETACHED if result.pending else PhaseState.SUCCEEDED,
                                 run_state=lifecycle.state, outputs=stored.data, outputs_version=stored.version,
                                 summary=summary, approval_subject=result.approval_subject,
                                 approval_blockers=result.approval_blockers)
@@ -256,11 +289,11 @@ def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], rer
     """Why a phase must run, or None when its finished result still stands (an upgrade's new parts included)."""
     if previous is None:
         return "first run"
-    if previous.status == "detached":
+    if previous.status == PhaseState.DETACHED:
         # The phase knows whether that work still runs (it follows it) or ended (it relaunches or collects it)
         # and says which; the engine knows only that it was left detached.
         return "it was left detached: followed if it still runs, else collected or relaunched"
-    if previous.status != "succeeded":
+    if previous.status != PhaseState.SUCCEEDED:
         return f"previous attempt {previous.attempt} {previous.status.replace('_', ' ')}"
     if previous.fingerprint != fingerprint:
         # Parts an earlier version wrote are compared like with like: what it did not record is no change.
@@ -287,7 +320,7 @@ def approve_plan(store: Store, run: Run, approved_by: str) -> tuple[str, bool]:
         raise ApprovalRefused(f"Run {run.name} has no plan to approve yet", where=f"run {run.name}",
                               fix=f"run `ltx-pipeline resume --run {run.name}` to write plan.md first")
     subject = row.approval_subject
-    if row.status != "succeeded":
+    if row.status != PhaseState.SUCCEEDED:
         raise ApprovalRefused(f"The plan of run {run.name} is out of date ({row.phase} {row.status})",
                               fix=f"run `ltx-pipeline resume --run {run.name}` to rewrite it")
     if row.approval_blockers:

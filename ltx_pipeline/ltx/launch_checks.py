@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ltx_pipeline.checkpoints.discovery import load_target
+from ltx_pipeline.checkpoints.files import state_beside, step_in_name
 from ltx_pipeline.ltx.buckets import SPATIAL_FACTOR, TEMPORAL_FACTOR, Bucket
 from ltx_pipeline.ltx.config_values import config_value, lax_int
 from ltx_pipeline.ltx.data_check import Check, Severity, format_checks
@@ -25,7 +27,6 @@ __all__ = ["DEFAULT_VIDEO_DIMS", "MIN_SHM_BYTES", "device_placement_line", "devi
 
 DEFAULT_VIDEO_DIMS = (960, 544, 89)  # ValidationConfig.video_dims default (facts §1.9)
 MIN_SHM_BYTES = 1 << 30
-_STEP = re.compile(r"step_(\d+)")
 _AUDIO_FORBIDDEN = ("first_frame", "spatial_crop")
 _PATCH = re.compile(r"^([\w.]+): (-?\d+)\b")
 # Findings with one right answer: their fix text starts with "<dotted.path>: <int>", which
@@ -184,15 +185,12 @@ def _load_checkpoint(config: Mapping[str, Any], cwd: Path | None) -> list[Check]
     if path.is_file() and path.suffix != ".safetensors":
         return [Check("error", "bad-load-checkpoint", f"{where} {path} is not a .safetensors file", where,
                       "point it at a *_weights_step_*.safetensors file")]
-    weights = path
-    if path.is_dir():
-        found = [(int(m.group(1)), p) for p in path.rglob("*step_*.safetensors") if (m := _STEP.search(p.stem))]
-        if not found:
-            return [Check("warning", "checkpoint-not-found", f"{where} {path} holds no *step_*.safetensors: the "
-                          "trainer starts from scratch", where, "point it at a folder with checkpoints, or remove it")]
-        weights = max(found)[1]
-    match = _STEP.search(weights.name)
-    state = weights.parent / f"training_state_step_{match.group(1)}.pt" if match else None
+    weights = load_target(path) if path.is_dir() else path
+    if weights is None:
+        return [Check("warning", "checkpoint-not-found", f"{where} {path} holds no *step_*.safetensors: the "
+                      "trainer starts from scratch", where, "point it at a folder with checkpoints, or remove it")]
+    digits = step_in_name(weights.name)
+    state = state_beside(weights)
     no_resume = config_value(config, "checkpoints.no_resume") is True
     if state is None or not state.is_file():
         if no_resume:
@@ -204,7 +202,7 @@ def _load_checkpoint(config: Mapping[str, Any], cwd: Path | None) -> list[Check]
                       "put the matching training_state_step_N.pt beside it, or set checkpoints.no_resume: true "
                       "with a fresh output_dir to start a new count deliberately")]
     steps = lax_int(config_value(config, "optimization.steps", 3000))
-    step = int(match.group(1)) if match else 0
+    step = int(digits) if digits is not None else 0
     if not no_resume and steps is not None and steps <= step:
         return [Check("error", "nothing-to-train", f"optimization.steps {steps} is not above the resumed step "
                       f"{step} of {weights.name}: the trainer stops with no remaining steps",

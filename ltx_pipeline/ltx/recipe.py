@@ -92,33 +92,14 @@ def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, launch: LaunchShape,
     warnings: list[str] = []
     anchor = _LOW_VRAM if tier.base == "low_vram" else _STANDARD
     template = LOW_VRAM_T2V_CONFIG if mode.name == "t2v" and tier.base == "low_vram" else mode.config
-    knobs: dict[str, Any] = {k: v for k, v in anchor.items() if k != "rank"}
-    knobs.update(enable_gradient_checkpointing=True, mixed_precision_mode="bf16")
-    if training_mode == "full":
-        knobs.update(quantization=None, offload_optimizer_during_validation=True)
-    assumptions.append(f"{tier.name}: starting from the {_base_words(tier.base)} knobs "
-                       f"(optimizer {knobs['optimizer_type']}, quantization {knobs['quantization'] or 'none'}, "
-                       "gradient checkpointing on, bf16); autotune measures alternatives")
+    knobs = _starting_knobs(anchor, tier, training_mode, assumptions)
     if rank is None:
         rank = anchor["rank"]
         if training_mode == "lora":
             assumptions.append(f"LoRA rank {rank} (the {_base_words(tier.base)} config's); alpha = rank")
     if training_mode == "full":
-        assumptions.append("full fine-tune: quantization off (the trainer rejects it in full mode), the "
-                           "transformer in fp32 (facts §6), optimizer offload during validation on")
-        if gpu_count < 2 or tier.base != "standard":
-            warnings.append("The trainer documents full fine-tuning as needing several 80GB+ GPUs with FSDP "
-                            f"(training-modes.md); this machine has {gpu_count} GPU(s) on the {tier.name}. "
-                            "Consider --training-mode lora.")
-    if steps is None:
-        steps = mode.steps
-        assumptions.append(f"{steps} optimizer steps (the {mode.config} default)")
-    base_lr = learning_rate if learning_rate is not None else mode.learning_rate
-    if learning_rate is None and training_mode == "full":
-        assumptions.append(f"learning rate {base_lr:g}, taken from {mode.config}, a LoRA template: no full "
-                           "fine-tune template ships for this mode; pass --learning-rate to choose your own")
-    elif learning_rate is None:
-        assumptions.append(f"learning rate {base_lr:g} (the {mode.config} default)")
+        _full_fine_tune_notes(tier, gpu_count, assumptions, warnings)
+    steps, base_lr = _steps_and_rate(mode, training_mode, steps, learning_rate, assumptions)
 
     built_stages = _stages(strategy, stages, base_lr, learning_rate is not None, assumptions)
     if continued_from:
@@ -128,18 +109,8 @@ def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, launch: LaunchShape,
         assumptions.append("resolution buckets " + "; ".join("+".join(s.buckets) for s in built_stages)
                            + f" (the {strategy} default)")
     multi_bucket = any(len(s.buckets) > 1 for s in built_stages)
-
-    per_gpu, processes_note = _per_gpu_batch(effective_batch, launch.total, warnings)
-    if len(set(gpu_names)) > 1:
-        warnings.append("The GPUs are different models (" + ", ".join(sorted(set(gpu_names))) + "): "
-                        f"{'DDP' if training_mode == 'lora' else 'FSDP'} runs every process in step, so each "
-                        "step waits for the slowest card, and every process must fit the smallest card's memory "
-                        "(the plan's tier is the smallest). Set CUDA_VISIBLE_DEVICES to train on identical cards.")
-    knobs.update(batch_size=1, gradient_accumulation_steps=per_gpu)
-    if processes_note:
-        assumptions.append(processes_note)
-    if multi_bucket:
-        assumptions.append("batch_size 1: the trainer cannot batch clips of different bucket shapes")
+    per_gpu = _batch_knobs(knobs, effective_batch, launch, gpu_names, training_mode, multi_bucket, assumptions,
+                           warnings)
 
     largest = max((b for s in stages for b in s), key=lambda b: b.tokens)
     validation_every = validation_interval or VALIDATION_INTERVAL
@@ -158,6 +129,59 @@ def build_recipe(*, mode: Mode, tier: Tier, gpu_count: int, launch: LaunchShape,
                   checkpoint_interval=checkpoint_every, keep_last_n=-1,
                   validation_interval=validation_every, assumptions=tuple(assumptions),
                   warnings=tuple(warnings))
+
+
+def _starting_knobs(anchor: dict[str, Any], tier: Tier, training_mode: str, assumptions: list[str]) -> dict[str, Any]:
+    """The tier's base config's knobs (bar its rank), gradient checkpointing on and bf16; full: no quantization."""
+    knobs: dict[str, Any] = {k: v for k, v in anchor.items() if k != "rank"}
+    knobs.update(enable_gradient_checkpointing=True, mixed_precision_mode="bf16")
+    if training_mode == "full":
+        knobs.update(quantization=None, offload_optimizer_during_validation=True)
+    assumptions.append(f"{tier.name}: starting from the {_base_words(tier.base)} knobs "
+                       f"(optimizer {knobs['optimizer_type']}, quantization {knobs['quantization'] or 'none'}, "
+                       "gradient checkpointing on, bf16); autotune measures alternatives")
+    return knobs
+
+
+def _full_fine_tune_notes(tier: Tier, gpu_count: int, assumptions: list[str], warnings: list[str]) -> None:
+    assumptions.append("full fine-tune: quantization off (the trainer rejects it in full mode), the "
+                       "transformer in fp32 (facts §6), optimizer offload during validation on")
+    if gpu_count < 2 or tier.base != "standard":
+        warnings.append("The trainer documents full fine-tuning as needing several 80GB+ GPUs with FSDP "
+                        f"(training-modes.md); this machine has {gpu_count} GPU(s) on the {tier.name}. "
+                        "Consider --training-mode lora.")
+
+
+def _steps_and_rate(mode: Mode, training_mode: str, steps: int | None, learning_rate: float | None,
+                    assumptions: list[str]) -> tuple[int, float]:
+    """The optimizer steps and the base learning rate: as given, else the mode template's (said as assumed)."""
+    if steps is None:
+        steps = mode.steps
+        assumptions.append(f"{steps} optimizer steps (the {mode.config} default)")
+    base_lr = learning_rate if learning_rate is not None else mode.learning_rate
+    if learning_rate is None and training_mode == "full":
+        assumptions.append(f"learning rate {base_lr:g}, taken from {mode.config}, a LoRA template: no full "
+                           "fine-tune template ships for this mode; pass --learning-rate to choose your own")
+    elif learning_rate is None:
+        assumptions.append(f"learning rate {base_lr:g} (the {mode.config} default)")
+    return steps, base_lr
+
+
+def _batch_knobs(knobs: dict[str, Any], effective_batch: int, launch: LaunchShape, gpu_names: tuple[str, ...],
+                 training_mode: str, multi_bucket: bool, assumptions: list[str], warnings: list[str]) -> int:
+    """Set batch size 1 and the accumulation that splits ``effective_batch`` over the launch; return the latter."""
+    per_gpu, processes_note = _per_gpu_batch(effective_batch, launch.total, warnings)
+    if len(set(gpu_names)) > 1:
+        warnings.append("The GPUs are different models (" + ", ".join(sorted(set(gpu_names))) + "): "
+                        f"{'DDP' if training_mode == 'lora' else 'FSDP'} runs every process in step, so each "
+                        "step waits for the slowest card, and every process must fit the smallest card's memory "
+                        "(the plan's tier is the smallest). Set CUDA_VISIBLE_DEVICES to train on identical cards.")
+    knobs.update(batch_size=1, gradient_accumulation_steps=per_gpu)
+    if processes_note:
+        assumptions.append(processes_note)
+    if multi_bucket:
+        assumptions.append("batch_size 1: the trainer cannot batch clips of different bucket shapes")
+    return per_gpu
 
 
 def _stages(strategy: str, stages: list[tuple[Bucket, ...]], base_lr: float, lr_given: bool,

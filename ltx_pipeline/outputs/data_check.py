@@ -1,7 +1,7 @@
 """``DataCheckOutputs``: the checked dataset, each stage's latents source and data identity, the models.
 
 Field names are the keys the data_check phase stored before outputs were typed. A model file's
-identity (``ltx.data_check.model_identity``) has keys that depend on its kind; it is stored with
+identity (``ltx.data_identity.model_identity``) has keys that depend on its kind; it is stored with
 exactly the keys it was made with (``Record``), and so is the whole record (``left_out_silent`` and
 ``agreed_skips`` are present only when they apply).
 """
@@ -20,7 +20,7 @@ __all__ = ["DataCheckOutputs", "DataStage", "ModelFileIdentities", "ModelIdentit
 
 
 class ModelIdentity(Record):
-    """The content identity of a checkpoint or text encoder (``ltx.data_check.model_identity``)."""
+    """The content identity of a checkpoint or text encoder (``ltx.data_identity.model_identity``)."""
 
     path: str | None = None
     kind: Literal["safetensors", "file", "folder", "missing"]

@@ -1,10 +1,10 @@
 """Probing helpers: what the probe phase learns about the machine, the dataset and the prerequisites.
 
 This package owns the read-only inspection of the world outside the workspace: GPUs through
-``nvidia-smi`` (``gpus``), the host (``host``: disk, /dev/shm, RAM, OS, tools, whether W&B
-credentials resolve), the dataset path (``dataset``) and the model files and trainer checkout
-(``models``). Every result is a frozen dataclass whose ``to_dict()`` is plain JSON data and never
-holds a secret; checks also give ``Finding`` rows for the findings table that ``status`` shows.
+``nvidia-smi`` (``gpus``, ``gpu_list``), the host (``host``: disk, /dev/shm, RAM, OS, tools, whether W&B
+credentials resolve), the dataset path (``dataset``), the model files (``models``, ``model_files``) and the
+trainer checkout (``trainer_checkout``). Every result is a frozen dataclass whose ``to_dict()`` is plain JSON
+data and never holds a secret; checks also give ``Finding`` rows for the findings table that ``status`` shows.
 
 Nothing here writes files, imports torch, or knows about the store or the engine. LTX rules that
 turn findings into decisions (tiers, the VRAM gate, configs) live in ``ltx_pipeline.ltx``.
@@ -89,12 +89,11 @@ from ltx_pipeline.probing.host import HostInfo, probe_host, wandb_credentials_re
 from ltx_pipeline.probing.models import (  # noqa: E402
     ModelSearch,
     PathCheck,
-    TrainerCheck,
     check_model_path,
-    check_trainer_root,
     default_model_dirs,
     find_model_files,
 )
+from ltx_pipeline.probing.trainer_checkout import TrainerCheck, check_trainer_root  # noqa: E402
 
 __all__ = [
     "NVIDIA_SMI_QUERY",

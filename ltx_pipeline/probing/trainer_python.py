@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.probing import Finding, plain_record
-from ltx_pipeline.probing.models import TrainerCheck
+from ltx_pipeline.probing.trainer_checkout import TrainerCheck
 
 __all__ = ["ENVIRONMENT_MARK", "TRAINER_SIDE", "TrainerPythonCheck", "check_trainer_python", "environment_report",
            "read_only_env",

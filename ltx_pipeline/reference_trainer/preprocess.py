@@ -22,7 +22,9 @@ import json
 import math
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = ["main", "parse_buckets"]
 
@@ -114,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:  # noqa: C901 - one linear pass over the dataset
+def main(argv: list[str] | None = None) -> int:
     """Preprocess the dataset; returns the exit code (2 for usage errors)."""
     parser = _parser()
     args = parser.parse_args(argv)
@@ -126,75 +128,23 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - one linear pass 
                          ("DATASET_PATH", args.dataset_path)):
         if not path.exists():
             parser.error(f"{option} does not exist: {path}")
-    import torch
-
-    from ltx_pipeline.ltx.media import BadMedia, decode_audio, decode_video, read_media_info
-    from ltx_pipeline.reference_trainer.data import caption_salt, encode_caption
+    from ltx_pipeline.reference_trainer.data import caption_salt
     from ltx_pipeline.reference_trainer.model import read_architecture
-    from ltx_pipeline.reference_trainer.vae import AUDIO_RATE, encode, encode_audio
 
     arch = read_architecture(args.model_path)
     rows = _read_metadata(args.dataset_path)
-    caption_col = _pick_column(rows, args.caption_column, CAPTION_COLUMNS)
-    video_col = _pick_column(rows, args.video_column, VIDEO_COLUMNS)
-    if caption_col is None:
-        raise ValueError(f"No caption column found in {args.dataset_path}; use --caption-column")
-    if video_col is None:
-        raise ValueError(f"No media column found in {args.dataset_path}; use --video-column")
-    if not buckets:
-        raise ValueError("--resolution-buckets is required when the dataset has a video column.")
-    if len(buckets) > 1:
-        print("WARNING  Using multiple resolution buckets. Training batch size must be 1.")
-    dataset_dir = args.dataset_path.parent
-    out = args.output_dir or dataset_dir / ".precomputed"
+    dataset = _Dataset(args, args.dataset_path.parent, buckets, *_columns(rows, args, buckets), arch,
+                       caption_salt(arch))
+    out = args.output_dir or dataset.dir / ".precomputed"
     print(f"Reference preprocessing (toy encoders from {args.model_path}, NOT LTX-2): {len(rows)} media files, "
           f"buckets {args.resolution_buckets} -> {out}")
     counts = {"latents": 0, "conditions": 0, "audio_latents": 0, "existing": 0, "skipped": 0}
-    smallest = min(b[0] for b in buckets)
-    salt = caption_salt(arch)
     for row in rows:
-        media = Path(row[video_col])
-        source = media if media.is_absolute() else dataset_dir / media
-        try:
-            info = read_media_info(source)
-            bucket = choose_bucket(buckets, info.frames or 0, info.width, info.height)
-            pixels = None if bucket is None else decode_video(source, bucket[0], bucket[1], bucket[2])
-        except BadMedia as error:
-            print(f"WARNING  Failed to read video at {source}: {error.reason}")
+        sample = _payloads(row, dataset)
+        if sample is None:
             counts["skipped"] += 1
             continue
-        if bucket is None or pixels is None:
-            print(f"WARNING  Skipping video at {source} - has {info.frames} frames, which is less than the minimum "
-                  f"required frames ({smallest})")
-            counts["skipped"] += 1
-            continue
-        frames, height, width = bucket
-        name = _output_name(media, dataset_dir)
-        latent_shape = (128, (frames - 1) // 8 + 1, height // 32, width // 32)  # encode's grid
-        caption = str(row[caption_col])
-        if args.lora_trigger:
-            caption = f"{args.lora_trigger.strip()} {caption}"
-        embeds, mask = encode_caption(caption, arch.text_len, arch.text_dim, salt)
-        targets = {
-            "latents": {
-                "latents": encode(pixels).to(torch.bfloat16),
-                "num_frames": latent_shape[1], "height": latent_shape[2], "width": latent_shape[3],
-                "fps": info.fps or 24.0},
-            "conditions": {"video_prompt_embeds": embeds, "prompt_attention_mask": mask,
-                           "audio_prompt_embeds": embeds.clone()},
-        }
-        if info.has_audio and not args.skip_audio:
-            duration = frames / (info.fps or 24.0)
-            steps = max(1, round(duration * 25))
-            try:
-                sound = decode_audio(source, AUDIO_RATE, duration)
-            except BadMedia as error:
-                print(f"WARNING  Failed to read audio at {source}: {error.reason}")
-                counts["skipped"] += 1
-                continue
-            targets["audio_latents"] = {
-                "latents": encode_audio(sound, steps),
-                "num_time_steps": steps, "frequency_bins": 16, "duration": duration}
+        name, targets = sample
         for folder, payload in targets.items():
             path = out / folder / name
             if path.exists() and not args.overwrite:
@@ -206,6 +156,83 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901 - one linear pass 
           f"{counts['audio_latents']} audio latents to {out}; kept {counts['existing']} existing files; "
           f"skipped {counts['skipped']} media files")
     return 0
+
+
+def _columns(rows: list[dict], args: argparse.Namespace, buckets: list[tuple[int, int, int]]) -> tuple[str, str]:
+    """The caption and media columns to read; a dataset the trainer's script refuses raises as it does."""
+    caption_col = _pick_column(rows, args.caption_column, CAPTION_COLUMNS)
+    video_col = _pick_column(rows, args.video_column, VIDEO_COLUMNS)
+    if caption_col is None:
+        raise ValueError(f"No caption column found in {args.dataset_path}; use --caption-column")
+    if video_col is None:
+        raise ValueError(f"No media column found in {args.dataset_path}; use --video-column")
+    if not buckets:
+        raise ValueError("--resolution-buckets is required when the dataset has a video column.")
+    if len(buckets) > 1:
+        print("WARNING  Using multiple resolution buckets. Training batch size must be 1.")
+    return caption_col, video_col
+
+
+@dataclass(frozen=True)
+class _Dataset:
+    """What every row is encoded with: the options, the metadata's folder, the buckets, its columns, the toy model."""
+
+    args: argparse.Namespace
+    dir: Path
+    buckets: list[tuple[int, int, int]]
+    caption_col: str
+    video_col: str
+    arch: Any
+    salt: Any
+
+
+def _payloads(row: dict, dataset: _Dataset) -> tuple[Path, dict[str, dict]] | None:
+    """One row's output name and its payloads by folder; None, said as the trainer says it, for a skipped file."""
+    import torch
+
+    from ltx_pipeline.ltx.media import BadMedia, decode_audio, decode_video, read_media_info
+    from ltx_pipeline.reference_trainer.data import encode_caption
+    from ltx_pipeline.reference_trainer.vae import AUDIO_RATE, encode, encode_audio
+
+    media = Path(row[dataset.video_col])
+    source = media if media.is_absolute() else dataset.dir / media
+    try:
+        info = read_media_info(source)
+        bucket = choose_bucket(dataset.buckets, info.frames or 0, info.width, info.height)
+        pixels = None if bucket is None else decode_video(source, bucket[0], bucket[1], bucket[2])
+    except BadMedia as error:
+        print(f"WARNING  Failed to read video at {source}: {error.reason}")
+        return None
+    if bucket is None or pixels is None:
+        print(f"WARNING  Skipping video at {source} - has {info.frames} frames, which is less than the minimum "
+              f"required frames ({min(b[0] for b in dataset.buckets)})")
+        return None
+    frames, height, width = bucket
+    latent_shape = (128, (frames - 1) // 8 + 1, height // 32, width // 32)  # encode's grid
+    caption = str(row[dataset.caption_col])
+    if dataset.args.lora_trigger:
+        caption = f"{dataset.args.lora_trigger.strip()} {caption}"
+    embeds, mask = encode_caption(caption, dataset.arch.text_len, dataset.arch.text_dim, dataset.salt)
+    targets = {
+        "latents": {
+            "latents": encode(pixels).to(torch.bfloat16),
+            "num_frames": latent_shape[1], "height": latent_shape[2], "width": latent_shape[3],
+            "fps": info.fps or 24.0},
+        "conditions": {"video_prompt_embeds": embeds, "prompt_attention_mask": mask,
+                       "audio_prompt_embeds": embeds.clone()},
+    }
+    if info.has_audio and not dataset.args.skip_audio:
+        duration = frames / (info.fps or 24.0)
+        steps = max(1, round(duration * 25))
+        try:
+            sound = decode_audio(source, AUDIO_RATE, duration)
+        except BadMedia as error:
+            print(f"WARNING  Failed to read audio at {source}: {error.reason}")
+            return None
+        targets["audio_latents"] = {
+            "latents": encode_audio(sound, steps),
+            "num_time_steps": steps, "frequency_bins": 16, "duration": duration}
+    return _output_name(media, dataset.dir), targets
 
 
 if __name__ == "__main__":

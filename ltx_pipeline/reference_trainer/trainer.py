@@ -112,22 +112,16 @@ def _batches(loader):  # noqa: ANN001, ANN202
             raise StopIteration("The dataset holds fewer samples than batch_size x processes")
 
 
-def train(config, disable_progress_bars: bool) -> None:  # noqa: ANN001, C901 - mirrors the trainer's flow
+def train(config, disable_progress_bars: bool) -> None:  # noqa: ANN001 - mirrors the trainer's flow
     """Run the whole training described by a validated ``LtxTrainerConfig``."""
     from accelerate import Accelerator
-    from accelerate.utils import DistributedDataParallelKwargs, set_seed
+    from accelerate.utils import DistributedDataParallelKwargs
 
     logger = get_logger()
-    main = is_main_process()
     arch = read_architecture(Path(config.model.model_path))
-    if main:
-        _print_config(config, arch)
-    logger.info(DISCLAIMER)
+    _announce(config, arch, logger)
     modalities = modalities_of(config.training_strategy)
     salt = caption_salt(arch)
-    validation = config.validation
-    if validation.samples:
-        logger.info(f"Pre-computing embeddings for {len(validation.samples)} validation prompts...")
     # The LoRA's starting weights come from the config's seed too (ltx-trainer draws them unseeded): the same
     # config then trains the same run, and a demo's figures do not hang on a random start.
     torch.manual_seed(config.seed)
@@ -138,63 +132,24 @@ def train(config, disable_progress_bars: bool) -> None:  # noqa: ANN001, C901 - 
     accelerator = Accelerator(cpu=device.type == "cpu",
                               kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
     nproc, rank = accelerator.num_processes, accelerator.process_index
-    o = config.optimization
     if nproc > 1:
+        batch = config.optimization.batch_size
         logger.info(f"{accelerator.distributed_type.value} distributed training enabled with {nproc} processes")
-        logger.info(f"Local batch size: {o.batch_size}, global batch size: {o.batch_size * nproc}")
-    mode = config.model.training_mode
-    state = None
-    weights = ckpt.resolve_checkpoint(config.model.load_checkpoint)
-    if weights is not None:
-        ckpt.load_weights(model, weights, mode)
-        state = ckpt.load_state(weights, ckpt.fingerprint(config), config.checkpoints.no_resume)
-    _base(model).gradient_checkpointing = o.enable_gradient_checkpointing
+        logger.info(f"Local batch size: {batch}, global batch size: {batch * nproc}")
+    state = _load_checkpoint(model, config)
+    _base(model).gradient_checkpointing = config.optimization.enable_gradient_checkpointing
     memory = DeviceMemory(device, capacity_from_env(), memory_scale_from_env())
     output_dir = Path(config.output_dir)
     started = time.time()
     status = "failed"
     try:
         with memory.metering():
-            model.to(device)
-            memory.track_module(model)
-            trainable = [p for p in model.parameters() if p.requires_grad]
-            logger.debug(f"Trainable params count: {sum(p.numel() for p in trainable):,}")
-            logger.debug(f"GPU memory usage after models preparation: {memory.in_use() / GIB:.2f} GB")
-            set_seed(config.seed)
-            logger.debug(f"Process {rank} using seed: {config.seed}")
-            optimizer = build_optimizer(o.optimizer_type, trainable, o.learning_rate)
-            scheduler = build_scheduler(o.scheduler_type, o.scheduler_params, optimizer, o.steps)
-            initial_step = 0
-            if state is not None and ckpt.restore_state(state, optimizer, scheduler, nproc):
-                initial_step = state["global_step"]
-            if nproc > 1:
-                model = accelerator.prepare_model(model)
-            from ltx_pipeline.ltx.trainer_config import data_sources
-
-            sources = data_sources(config)
-            dataset = PrecomputedSamples(config.data.preprocessed_data_root, sources)
-            logger.debug(f"Loaded dataset with {len(dataset):,} samples from sources: {list(sources)}")
-            audio = any(m.kind == "audio" for m in modalities)
-            flag = "enabled 🔈" if audio else "disabled 🔇"
-            logger.debug(f"🎯 Using FlexibleStrategy training strategy (audio {flag})")
-            batches = _batches(_loader(dataset, config, nproc, rank))
-            if is_writer():
-                output_dir.mkdir(parents=True, exist_ok=True)
-                dump = yaml.dump(config.model_dump(), default_flow_style=False, indent=2)
-                atomic_write(output_dir / "training_config.yaml", dump)
-                logger.info("💾 Training configuration saved to: training_config.yaml")
-            if disable_progress_bars:
-                logger.warning("Progress bars disabled. Intermediate status messages will be logged instead.")
-            if o.steps - initial_step <= 0:
-                raise ValueError(f"No remaining training steps: initial_step={initial_step} >= "
-                                 f"target_steps={o.steps}. Nothing to train.")
-            if initial_step:
-                logger.info(f"🚀 Resuming training from step {initial_step} → {o.steps}")
-            else:
-                logger.info("🚀 Starting training...")
+            model, optimizer, scheduler, initial_step = _prepare(model, memory, config, state, accelerator, logger)
+            batches = _data(config, modalities, nproc, rank, logger)
+            _before_first_step(config, output_dir, initial_step, disable_progress_bars, logger)
             loop = StepLoop(config, model, optimizer, scheduler, memory, accelerator, modalities, device, arch,
                             salt, output_dir, initial_step, started, disable_progress_bars)
-            if validation.interval and not validation.skip_initial_validation:
+            if config.validation.interval and not config.validation.skip_initial_validation:
                 loop.validate(initial_step)
             loop.run(batches)
             loop.save_checkpoint(final=True)
@@ -209,3 +164,75 @@ def train(config, disable_progress_bars: bool) -> None:  # noqa: ANN001, C901 - 
                       "capacity_bytes": memory.capacity, "peak_bytes": memory.peaks}
             atomic_write(output_dir / "reference_memory.json", json.dumps(report, indent=2))
 
+
+def _announce(config, arch, logger) -> None:  # noqa: ANN001
+    """The configuration block (main process only), the disclaimer, and the validation prompts' embedding."""
+    if is_main_process():
+        _print_config(config, arch)
+    logger.info(DISCLAIMER)
+    if config.validation.samples:
+        logger.info(f"Pre-computing embeddings for {len(config.validation.samples)} validation prompts...")
+
+
+def _load_checkpoint(model, config):  # noqa: ANN001, ANN202
+    """Load ``model.load_checkpoint``'s weights into ``model``; return its training state to restore (or None)."""
+    weights = ckpt.resolve_checkpoint(config.model.load_checkpoint)
+    if weights is None:
+        return None
+    ckpt.load_weights(model, weights, config.model.training_mode)
+    return ckpt.load_state(weights, ckpt.fingerprint(config), config.checkpoints.no_resume)
+
+
+def _prepare(model, memory, config, state, accelerator, logger):  # noqa: ANN001, ANN202
+    """The model on the device (metered), the optimizer and scheduler, the restored step; DDP-wrapped if several."""
+    from accelerate.utils import set_seed
+
+    o = config.optimization
+    model.to(memory.device)
+    memory.track_module(model)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    logger.debug(f"Trainable params count: {sum(p.numel() for p in trainable):,}")
+    logger.debug(f"GPU memory usage after models preparation: {memory.in_use() / GIB:.2f} GB")
+    set_seed(config.seed)
+    logger.debug(f"Process {accelerator.process_index} using seed: {config.seed}")
+    optimizer = build_optimizer(o.optimizer_type, trainable, o.learning_rate)
+    scheduler = build_scheduler(o.scheduler_type, o.scheduler_params, optimizer, o.steps)
+    initial_step = 0
+    if state is not None and ckpt.restore_state(state, optimizer, scheduler, accelerator.num_processes):
+        initial_step = state["global_step"]
+    if accelerator.num_processes > 1:
+        model = accelerator.prepare_model(model)
+    return model, optimizer, scheduler, initial_step
+
+
+def _data(config, modalities, nproc: int, rank: int, logger):  # noqa: ANN001, ANN202
+    """The endless batches of the preprocessed samples this process trains on."""
+    from ltx_pipeline.ltx.trainer_config import data_sources
+
+    sources = data_sources(config)
+    dataset = PrecomputedSamples(config.data.preprocessed_data_root, sources)
+    logger.debug(f"Loaded dataset with {len(dataset):,} samples from sources: {list(sources)}")
+    audio = any(m.kind == "audio" for m in modalities)
+    flag = "enabled 🔈" if audio else "disabled 🔇"
+    logger.debug(f"🎯 Using FlexibleStrategy training strategy (audio {flag})")
+    return _batches(_loader(dataset, config, nproc, rank))
+
+
+def _before_first_step(config, output_dir: Path, initial_step: int, disable_progress_bars: bool,  # noqa: ANN001
+                       logger) -> None:  # noqa: ANN001
+    """Save ``training_config.yaml`` (the writer only) and say where training starts; refuse nothing left to do."""
+    steps = config.optimization.steps
+    if is_writer():
+        output_dir.mkdir(parents=True, exist_ok=True)
+        dump = yaml.dump(config.model_dump(), default_flow_style=False, indent=2)
+        atomic_write(output_dir / "training_config.yaml", dump)
+        logger.info("💾 Training configuration saved to: training_config.yaml")
+    if disable_progress_bars:
+        logger.warning("Progress bars disabled. Intermediate status messages will be logged instead.")
+    if steps - initial_step <= 0:
+        raise ValueError(f"No remaining training steps: initial_step={initial_step} >= "
+                         f"target_steps={steps}. Nothing to train.")
+    if initial_step:
+        logger.info(f"🚀 Resuming training from step {initial_step} → {steps}")
+    else:
+        logger.info("🚀 Starting training...")

@@ -90,31 +90,58 @@ def _use_line(backend: str | None, weights: str) -> str:
 
 def render_summary(facts: dict[str, Any]) -> str:
     """The run-summary markdown from measured facts (see ``phases.monitor`` for the keys)."""
-    request, stages = facts["request"], facts["stages"]
-    sample_words, dropped = samples_text(facts["samples"], stages)  # what the trainer used, not the plan's count
-    lines = [f"# Run summary: {facts['run']}", "",
-             f"- Date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
-             f"- GPUs: {facts['gpus']}",
-             f"- Purpose: {request.get('mode')} {request.get('training_mode', 'lora')} "
-             f"({facts.get('mode_title') or request.get('mode')}), strategy {request.get('strategy', 'single')}",
-             *([f"- Generates: {facts['generates']} (`--audio {request.get('audio', 'auto')}`)"]
-               if facts.get("generates") else []),
-             f"- Trigger word: {request.get('trigger') or '(none)'}",
-             f"- Dataset: {request.get('dataset')} ({sample_words}; buckets "
-             f"{', '.join(s['buckets'] for s in facts['data_stages'])})", *dropped,
-             *_prepared_lines(facts.get("prepared")),
-             f"- Backend: {request.get('backend')}{_BACKEND_WORDS.get(request.get('backend'), '')}", "",
-             "## Final checkpoints", "",
-             "| Stage | Step | Weights |", "|---|---|---|"]
+    stages = facts["stages"]
+    lines = [*_overview(facts), "## Final checkpoints", "", "| Stage | Step | Weights |", "|---|---|---|"]
     # A continuation's trainer counts its own steps from 0: the run's step is said beside it.
     lines += [f"| {s['stage']} | {s['final_step']}"
               + (f" (run step {s['start_step'] + s['final_step']})" if s.get("start_step") else "")
               + f" | `{s['final_checkpoint']}` |" for s in stages]
-    peak_header = _PEAK_HEADER.get(request.get("backend"), _PEAK_HEADER["ltx"])
-    lines += ["", "## Measured", "",
-              f"| Stage | Steady step time | Trainer's overall speed | {peak_header} | Steps logged |",
-              "|---|---|---|---|---|"]
+    lines += _measured(facts)
     for s in stages:
+        lines += [f"### Stage {s['stage']}: `{s['config']}`", "", "| Field | Value |", "|---|---|"]
+        lines += [f"| {path} | `{value}` |" for path, value in _config_rows(Path(s["config"]))]
+        lines.append("")
+    lines += ["## Launch commands", ""]
+    lines += [f"- Stage {s['stage']}: `{s['launch']}`" for s in stages]
+    lines += ["", "## Provenance", "",
+              f"- Seed: {facts.get('seed')}",
+              f"- Trainer repo commit: {facts.get('trainer_commit') or 'unknown (not a git checkout)'}",
+              f"- Model: `{facts.get('model_path')}`", f"- Text encoder: `{facts.get('text_encoder_path')}`",
+              f"- Workspace run folder: `{facts['run_root']}`", "",
+              "## How to use and continue", "",
+              _use_line(facts["request"].get("backend"), stages[-1]["final_checkpoint"]),
+              _continue_line(facts),
+              "- Plots: `loss.png` (loss per step, smoothed; validation, checkpoint and resume steps marked) and "
+              "`step_time.png` beside this file.", ""]
+    return "\n".join(lines)
+
+
+def _overview(facts: dict[str, Any]) -> list[str]:
+    """The title and the run's purpose, data and backend, up to the first section."""
+    request, stages = facts["request"], facts["stages"]
+    sample_words, dropped = samples_text(facts["samples"], stages)  # what the trainer used, not the plan's count
+    return [f"# Run summary: {facts['run']}", "",
+            f"- Date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
+            f"- GPUs: {facts['gpus']}",
+            f"- Purpose: {request.get('mode')} {request.get('training_mode', 'lora')} "
+            f"({facts.get('mode_title') or request.get('mode')}), strategy {request.get('strategy', 'single')}",
+            *([f"- Generates: {facts['generates']} (`--audio {request.get('audio', 'auto')}`)"]
+              if facts.get("generates") else []),
+            f"- Trigger word: {request.get('trigger') or '(none)'}",
+            f"- Dataset: {request.get('dataset')} ({sample_words}; buckets "
+            f"{', '.join(s['buckets'] for s in facts['data_stages'])})", *dropped,
+            *_prepared_lines(facts.get("prepared")),
+            f"- Backend: {request.get('backend')}{_BACKEND_WORDS.get(request.get('backend'), '')}", ""]
+
+
+def _measured(facts: dict[str, Any]) -> list[str]:
+    """The "Measured" section: each stage's step time, speed and peak memory, then what they mean."""
+    request = facts["request"]
+    peak_header = _PEAK_HEADER.get(request.get("backend"), _PEAK_HEADER["ltx"])
+    lines = ["", "## Measured", "",
+             f"| Stage | Steady step time | Trainer's overall speed | {peak_header} | Steps logged |",
+             "|---|---|---|---|---|"]
+    for s in facts["stages"]:
         measured = s.get("step_time_s") is not None
         step_time = f"{s['step_time_s']:.2f} s" if measured else "not measured (too few clean steps)"
         speed = (f"{s['steps_per_second']:.2f} steps/s" if s.get("steps_per_second") is not None
@@ -131,28 +158,11 @@ def render_summary(facts: dict[str, Any]) -> str:
                   f"trainer reported {model['measured_gb']:.1f} GiB"
                   + (f" ({model['error']:+.0%}: a miss, recorded in the study {model['study']})." if model["miss"]
                      else f" (within ±{model['tolerance']:.0%}).")]
-    lines += ["", "Step time is the median of the trainer's Time/Step over steps with no validation or checkpoint "
-              "save in them (the trainer logs a Step line every 20 steps when its progress bars are off); the overall "
-              "speed is the trainer's closing `Training speed` figure, model loading, validation and saves included; "
-              + _peak_words(request, facts["gpus"]), "",
-              "## Config as trained", ""]
-    for s in stages:
-        lines += [f"### Stage {s['stage']}: `{s['config']}`", "", "| Field | Value |", "|---|---|"]
-        lines += [f"| {path} | `{value}` |" for path, value in _config_rows(Path(s["config"]))]
-        lines.append("")
-    lines += ["## Launch commands", ""]
-    lines += [f"- Stage {s['stage']}: `{s['launch']}`" for s in stages]
-    lines += ["", "## Provenance", "",
-              f"- Seed: {facts.get('seed')}",
-              f"- Trainer repo commit: {facts.get('trainer_commit') or 'unknown (not a git checkout)'}",
-              f"- Model: `{facts.get('model_path')}`", f"- Text encoder: `{facts.get('text_encoder_path')}`",
-              f"- Workspace run folder: `{facts['run_root']}`", "",
-              "## How to use and continue", "",
-              _use_line(request.get("backend"), stages[-1]["final_checkpoint"]),
-              _continue_line(facts),
-              "- Plots: `loss.png` (loss per step, smoothed; validation, checkpoint and resume steps marked) and "
-              "`step_time.png` beside this file.", ""]
-    return "\n".join(lines)
+    return lines + ["", "Step time is the median of the trainer's Time/Step over steps with no validation or "
+                    "checkpoint save in them (the trainer logs a Step line every 20 steps when its progress bars are "
+                    "off); the overall speed is the trainer's closing `Training speed` figure, model loading, "
+                    "validation and saves included; " + _peak_words(request, facts["gpus"]), "",
+                    "## Config as trained", ""]
 
 
 def _continue_line(facts: dict[str, Any]) -> str:

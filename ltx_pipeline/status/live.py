@@ -8,7 +8,7 @@ now (nvidia-smi, best effort, short timeout, omitted when absent), latest checkp
 W&B URL, and "stalled" when the log has not grown for the stall threshold. The engine knows no
 trainer: the caller hands in what reads the trainer's side, ``log_summary``
 (``ltx_pipeline.training.follow.log_summary``) for the log's tail, ``weights_files``
-(``ltx_pipeline.checkpoints.files.weights_files``) for the checkpoints on disk and ``gpus``
+(``ltx_pipeline.checkpoints.discovery.weights_files``) for the checkpoints on disk and ``gpus``
 (``ltx_pipeline.probing.nvidia_smi.gpu_now``) for the GPUs now; without them, the figures come
 from what the store recorded (metrics, checkpoints) and no GPU line is shown.
 
@@ -35,9 +35,10 @@ from ltx_pipeline.env_names import STALL_SECONDS_ENV
 from ltx_pipeline.slurm import queue as slurm
 from ltx_pipeline.status.stored import planned_steps, stage_count, stage_finished, stage_output_dirs
 from ltx_pipeline.store.rows import saved_id
+from ltx_pipeline.store.states import ProcessState
 
 if TYPE_CHECKING:  # the reader and the full store answer the same queries
-    from ltx_pipeline.store import Process, Run, Store
+    from ltx_pipeline.store import PhaseRun, Process, Run, Store
     from ltx_pipeline.store.reader import Record, StoreReader
 
 __all__ = ["GpuReader", "LogSummary", "WeightsFiles", "live_training"]
@@ -62,7 +63,6 @@ def live_training(store: Store | StoreReader, run: Run | Record, *, log_summary:
     if not processes:
         return None
     latest = store.latest_phase_runs(run_id)
-    stages_configured = stage_count(latest.get("config_patch"))
     process = processes[-1]
     stage = process.stage
     folder = stage_output_dirs(latest.get("config_patch")).get(stage) if stage is not None else None
@@ -76,27 +76,14 @@ def live_training(store: Store | StoreReader, run: Run | Record, *, log_summary:
         ended, state = (state if state != "finished" else None), "finished"
     log = Path(process.log_path)
     summary = log_summary(log) if log_summary else {}
-    metrics = [m for m in store.metrics(run_id, stage)]
-    step = summary.get("step") if summary.get("step") is not None else (metrics[-1].step if metrics else None)
-    total = summary.get("total") or planned_steps(latest.get("plan"))
-    losses = summary.get("last_losses") or [m.loss for m in metrics[-5:] if m.loss is not None]
-    step_time = summary.get("step_time_s") or _steady([m.step_time_s for m in metrics if m.clean])
-    running = state == "running"
-    eta = (max(total - step, 0) * step_time) if (running and step_time and total and step is not None) else None
-    duration, duration_source = (None, None) if running else _duration(process, summary)
-    stall_s = _stall_seconds()
     silent = time.time() - log.stat().st_mtime if log.exists() else None
     report: dict[str, Any] = {
-        "stage": stage, "stages": max(stages_configured, stage), "pid": process.pid, "state": state,
-        "exit_code": exit_code, "log": str(log), "step": step, "total": total,
-        "percent": round(100.0 * step / total, 1) if step is not None and total else None,
-        "last_losses": losses, "step_time_s": step_time,
-        "eta": (_eta_text(eta) if eta is not None else "measuring step time...") if running else None,
-        "duration_s": duration, "duration": _eta_text(duration) if duration is not None else None,
-        "duration_source": duration_source,
+        "stage": stage, "stages": max(stage_count(latest.get("config_patch")), stage), "pid": process.pid,
+        "state": state, "exit_code": exit_code, "log": str(log),
+        **_progress(store, run_id, process, summary, latest.get("plan"), running=state == "running"),
         "latest_checkpoint": _latest_checkpoint(store, run, stage, output_dir, weights_files),
         "latest_sample": _latest_sample(output_dir), "wandb_url": summary.get("wandb_url"),
-        "stalled": state == "running" and silent is not None and silent >= stall_s,
+        "stalled": state == "running" and silent is not None and silent >= _stall_seconds(),
     }
     if ended:
         report["process_ended"] = ended
@@ -112,12 +99,32 @@ def live_training(store: Store | StoreReader, run: Run | Record, *, log_summary:
     return report
 
 
+def _progress(store: Store | StoreReader, run_id: int, process: Process | Record, summary: dict[str, Any],
+              plan: PhaseRun | Record | None, *, running: bool) -> dict[str, Any]:
+    """Step/total, last losses, step time, and the ETA (running) or the duration (ended), in report order.
+
+    The log's summary first; without one, the metrics the store recorded for the process's stage.
+    """
+    metrics = [m for m in store.metrics(run_id, process.stage)]
+    step = summary.get("step") if summary.get("step") is not None else (metrics[-1].step if metrics else None)
+    total = summary.get("total") or planned_steps(plan)
+    losses = summary.get("last_losses") or [m.loss for m in metrics[-5:] if m.loss is not None]
+    step_time = summary.get("step_time_s") or _steady([m.step_time_s for m in metrics if m.clean])
+    eta = (max(total - step, 0) * step_time) if (running and step_time and total and step is not None) else None
+    duration, duration_source = (None, None) if running else _duration(process, summary)
+    return {
+        "step": step, "total": total, "percent": round(100.0 * step / total, 1) if step is not None and total else None,
+        "last_losses": losses, "step_time_s": step_time,
+        "eta": (_eta_text(eta) if eta is not None else "measuring step time...") if running else None,
+        "duration_s": duration, "duration": _eta_text(duration) if duration is not None else None,
+        "duration_source": duration_source,
+    }
 
 
 def _liveness(process: Process | Record) -> tuple[str, int | None]:
     """running / finished / failed / stopped / crashed / lost, from the OS (or, for a process on another host,
     its supervisor's heartbeat in the shared store) and the supervisor's exit record."""
-    if process.status == "stopped" or (process.stopped_by_user and process.exit_code != 0):
+    if process.status == ProcessState.STOPPED or (process.stopped_by_user and process.exit_code != 0):
         # A stop asked for while the trainer was ending by itself (exit 0) is no stop.
         return "stopped", process.exit_code
     record = exit_record(Path(f"{process.log_path}.exit"))
@@ -137,15 +144,15 @@ def _job_liveness(process: Process | Record, job: slurm.JobState) -> tuple[str, 
     With no ``squeue``/``sacct`` here nothing is guessed: a job recorded as submitted shows as
     "unknown" (the ``slurm`` entry's note says why), one the engine settled shows as recorded.
     """
-    if process.status == "stopped" or (process.stopped_by_user and process.exit_code != 0):
+    if process.status == ProcessState.STOPPED or (process.stopped_by_user and process.exit_code != 0):
         return "stopped", process.exit_code
     if job.alive:
         return ("queued" if job.state in slurm.WAITING_STATES else "running"), None
     if job.alive is False and job.exit_code is not None:
         return ("finished" if job.exit_code == 0 else "failed"), job.exit_code
-    if process.status == "exited":
+    if process.status == ProcessState.EXITED:
         return ("finished" if process.exit_code == 0 else "failed"), process.exit_code
-    if process.status == "crashed" or job.alive is False:
+    if process.status == ProcessState.CRASHED or job.alive is False:
         return "crashed", None
     return "unknown", None
 

@@ -20,6 +20,7 @@ from ltx_pipeline.ltx.modes import MODES, generated_media
 from ltx_pipeline.status.live import GpuReader, LogSummary, WeightsFiles, live_training
 from ltx_pipeline.status.stored import autotune_sweep, planned_audio, probe_findings
 from ltx_pipeline.store.rows import saved_id
+from ltx_pipeline.store.states import PhaseState, RunState
 from ltx_pipeline.workspace import Workspace
 
 if TYPE_CHECKING:  # the reader and the full store answer the same queries
@@ -62,19 +63,20 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
     run_id = saved_id(run)
     latest = store.latest_phase_runs(run_id)
     state = run.state
-    if state not in ("new", "awaiting_approval", "gate_stopped", "failed", "finished") and driver is None:
+    if state not in _BETWEEN_DRIVES and driver is None:  # in a phase, with no driver: told by that phase's row
         current = latest.get(state)
-        state = "detached" if current is not None and current.status == "detached" else "interrupted"
+        detached = current is not None and current.status == PhaseState.DETACHED
+        state = (PhaseState.DETACHED if detached else PhaseState.INTERRUPTED).value
     training = live_training(store, run, log_summary=readers.log_summary, weights_files=readers.weights_files,
                              gpus=readers.gpus)
     phases = [_phase_entry(row) for row in latest.values()]
-    if state == "detached" and training is not None and training["state"] in _ENDED_TRAINER:
+    if state == PhaseState.DETACHED and training is not None and training["state"] in _ENDED_TRAINER:
         # "detached" means a trainer works on its own; once it ended unfollowed, the run and its phase are
         # interrupted and `resume` relaunches it: one state, one story, in the table and in --json (#43).
-        state = "interrupted"
+        state = PhaseState.INTERRUPTED.value
         for phase in phases:
-            if phase["status"] == "detached":
-                phase["status"] = "interrupted"
+            if phase["status"] == PhaseState.DETACHED:
+                phase["status"] = PhaseState.INTERRUPTED.value
                 phase["summary"] = (f"stage {training['stage']}'s trainer (pid {training['pid']}) ended without "
                                     f"finishing ({training['state']}); `resume` relaunches it from its newest "
                                     "checkpoint")
@@ -100,6 +102,9 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
     }
 
 
+# A run's state between drives; any other state is the name of the phase a drive is (or was left) in.
+_BETWEEN_DRIVES = frozenset(state.value for state in RunState)
+
 # A detached trainer's liveness (``status.live``) once it ended without finishing. One that finished stays
 # "detached" until a `resume` reads it back: nothing was lost, and nothing is relaunched.
 _ENDED_TRAINER = ("crashed", "failed", "stopped", "lost")
@@ -108,8 +113,9 @@ _ENDED_TRAINER = ("crashed", "failed", "stopped", "lost")
 # ("it will re-run"), stale once a later attempt ran. The store keeps what was said; status says what happened.
 _INTERRUPTED_RE = re.compile(r"^(?P<phase>\S+) attempt (?P<attempt>\d+) was interrupted; it will re-run$")
 _RUNS_AGAIN_RE = re.compile(r"^(?P<phase>\S+) was interrupted last time; it runs again\b")
-_ENDED = {"succeeded": "finished", "failed": "failed", "interrupted": "was interrupted too",
-          "gate_stopped": "stopped at the VRAM gate", "running": "was started", "detached": "trains detached"}
+_ENDED = {PhaseState.SUCCEEDED: "finished", PhaseState.FAILED: "failed",
+          PhaseState.INTERRUPTED: "was interrupted too", PhaseState.GATE_STOPPED: "stopped at the VRAM gate",
+          PhaseState.RUNNING: "was started", PhaseState.DETACHED: "trains detached"}
 
 
 def _settled_warnings(events: list[Any], latest: dict[str, Any], state: str) -> list[str]:
@@ -129,7 +135,7 @@ def _settled_warnings(events: list[Any], latest: dict[str, Any], state: str) -> 
             if row is not None and row.attempt > attempt:
                 ended = _ENDED.get(row.status, f"is {row.status}")
                 message = f"{phase} attempt {attempt} was interrupted; it was re-run, and attempt {row.attempt} {ended}"
-            elif state == "finished":
+            elif state == RunState.FINISHED:
                 message = f"{phase} attempt {attempt} was interrupted"
             else:
                 settled[phase] = False
@@ -142,7 +148,7 @@ def _settled_warnings(events: list[Any], latest: dict[str, Any], state: str) -> 
 def _generates(request: Any, plan: PhaseRun | Record | None) -> str | None:
     """What the run generates, in plan.md's words; None until a plan exists (nothing is decided before)."""
     mode = MODES.get(str(request.get("mode"))) if isinstance(request, dict) else None
-    if mode is None or plan is None or plan.status not in ("succeeded", "detached"):
+    if mode is None or plan is None or plan.status not in (PhaseState.SUCCEEDED, PhaseState.DETACHED):
         return None
     return generated_media(mode, planned_audio(plan))
 
@@ -166,7 +172,7 @@ def _phase_entry(row: PhaseRun | Record) -> dict[str, Any]:
 
 
 def _approval(store: Store | StoreReader, run: Run | Record, row: PhaseRun | Record | None) -> dict[str, Any]:
-    if row is None or row.status != "succeeded" or row.approval_subject is None:
+    if row is None or row.status != PhaseState.SUCCEEDED or row.approval_subject is None:
         return {"state": "no plan", "subject": None, "approved_at": None, "blockers": [], "gate": None}
     approval = store.approval_for(saved_id(run), row.approval_subject)
     return {"state": "approved" if approval else "awaiting approval", "subject": row.approval_subject,
@@ -176,9 +182,9 @@ def _approval(store: Store | StoreReader, run: Run | Record, row: PhaseRun | Rec
 
 def _failure(rows: Iterable[PhaseRun | Record], state: str) -> str | None:
     """The recorded error of the failed phase of a failed run (its one line: what, where, fix)."""
-    if state != "failed":
+    if state != RunState.FAILED:
         return None
-    return next((row.error for row in rows if row.status == "failed" and row.error), None)
+    return next((row.error for row in rows if row.status == PhaseState.FAILED and row.error), None)
 
 
 def _next_command(workspace: Workspace, run: str, state: str, approval: dict[str, Any],
@@ -190,15 +196,15 @@ def _next_command(workspace: Workspace, run: str, state: str, approval: dict[str
         if "ltx-pipeline " in fix:  # the fix is itself a command (e.g. `resume --apply-fix`)
             return f"{fix} (with {target})"
         return f"{fix}; then: ltx-pipeline resume {target}"
-    if state == "finished":
+    if state == RunState.FINISHED:
         return None
-    if state == "awaiting_approval":
+    if state == RunState.AWAITING_APPROVAL:
         if approval["blockers"]:
             return f"provide the missing prerequisites (see plan.md), then: ltx-pipeline resume {target}"
         return f"ltx-pipeline approve {target} && ltx-pipeline resume {target}"
-    if state == "gate_stopped":
+    if state == RunState.GATE_STOPPED:
         return f"ltx-pipeline resume {target} --accept-risk  (or abort)"
-    if state not in ("failed", "interrupted", "new", "detached") and state != "":
+    if state not in (RunState.FAILED, PhaseState.INTERRUPTED, RunState.NEW, PhaseState.DETACHED) and state != "":
         return None  # a live driver is working on it
     return f"ltx-pipeline resume {target}"
 

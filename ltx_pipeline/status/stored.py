@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ltx_pipeline.store.states import PhaseState
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["TRIAL_FIELDS", "autotune_sweep", "planned_audio", "planned_steps", "probe_findings", "stage_count",
            "stage_finished", "stage_output_dirs"]
 
-_HAS_RESULT = ("succeeded", "detached")
+_HAS_RESULT = (PhaseState.SUCCEEDED, PhaseState.DETACHED)
 
 
 def _outputs(row: Row | None) -> Mapping[str, Any]:
@@ -62,7 +64,7 @@ def stage_count(config_patch: Row | None) -> int:
 def stage_finished(train: Row | None, stage: int | None) -> bool:
     """Whether ``TrainOutputs.stages`` holds a trained (not pending) ``stage`` with a final checkpoint, in a
     train phase that succeeded."""
-    if train is None or train.status != "succeeded":
+    if train is None or train.status != PhaseState.SUCCEEDED:
         return False
     return any(isinstance(s, dict) and s.get("stage") == stage and s.get("final_checkpoint") and not s.get("pending")
                for s in _outputs(train).get("stages") or [])

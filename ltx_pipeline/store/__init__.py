@@ -1,8 +1,8 @@
-"""The engine's SQLite store: tables (``models``), the ``Store`` API, Alembic migrations, and the
-light read path ``status`` uses (``reader``).
+"""The engine's SQLite store: tables (``models``), the states they keep (``states``), the ``Store`` API,
+Alembic migrations, and the light read path ``status`` uses (``reader``).
 
-The names below load on first use (PEP 562): ``ltx_pipeline.store.reader`` and
-``ltx_pipeline.store.revision`` import only the standard library, so ``status`` never pays for
+The names below load on first use (PEP 562): ``ltx_pipeline.store.reader``, ``ltx_pipeline.store.states``
+and ``ltx_pipeline.store.revision`` import only the standard library, so ``status`` never pays for
 SQLAlchemy and SQLModel.
 """
 
@@ -23,11 +23,14 @@ if TYPE_CHECKING:
         Run,
     )
     from ltx_pipeline.store.rows import saved_id
+    from ltx_pipeline.store.states import PhaseState, ProcessState, RunState
     from ltx_pipeline.store.store import Store
 
-__all__ = ["Approval", "Checkpoint", "Event", "MediaFacts", "Metric", "PhaseRun", "Process", "Run", "Store", "saved_id"]
+__all__ = ["Approval", "Checkpoint", "Event", "MediaFacts", "Metric", "PhaseRun", "PhaseState", "Process",
+           "ProcessState", "Run", "RunState", "Store", "saved_id"]
 
 _HOMES = {**{name: "ltx_pipeline.store.models" for name in __all__},
+          **{name: "ltx_pipeline.store.states" for name in ("PhaseState", "ProcessState", "RunState")},
           "Store": "ltx_pipeline.store.store", "saved_id": "ltx_pipeline.store.rows"}
 
 

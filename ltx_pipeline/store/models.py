@@ -2,7 +2,8 @@
 
 The schema is created and changed only by the numbered Alembic migrations in ``alembic/``;
 a test checks that the migrations produce exactly this metadata. JSON columns hold phase outputs
-and fingerprint parts; timestamps are UTC.
+and fingerprint parts; timestamps are UTC. State columns are plain text holding the values of the
+``str`` enums in ``store/states.py`` (a row read back holds the string).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sqlalchemy import JSON, BigInteger, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from ltx_pipeline.store.rows import saved_id
+from ltx_pipeline.store.states import ProcessState, RunState
 
 __all__ = ["Approval", "Checkpoint", "Event", "MediaFacts", "Metric", "PhaseRun", "Process", "Run", "saved_id",
            "utcnow"]
@@ -31,7 +33,7 @@ class Run(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, unique=True)
     request: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
-    state: str = Field(default="new")
+    state: str = Field(default=RunState.NEW.value)  # a RunState, or the name of the phase last entered
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 
@@ -46,7 +48,7 @@ class PhaseRun(SQLModel, table=True):
     run_id: int = Field(foreign_key="runs.id", index=True)
     phase: str
     attempt: int
-    status: str  # running, succeeded, failed, interrupted, gate_stopped
+    status: str  # a PhaseState: running, succeeded, failed, interrupted, gate_stopped, detached
     reason: str = Field(default="")  # why it ran: first run, or what changed
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
@@ -112,7 +114,7 @@ class Process(SQLModel, table=True):
     printable: str
     log_path: str
     log_offset: int = Field(default=0, sa_type=BigInteger)  # a log past 2 GiB: 64-bit on every database
-    status: str = Field(default="running")  # running, exited, crashed, stopped
+    status: str = Field(default=ProcessState.RUNNING.value)  # a ProcessState: running, exited, crashed, stopped
     exit_code: int | None = None
     stopped_by_user: bool = Field(default=False)
     started_at: datetime = Field(default_factory=utcnow)

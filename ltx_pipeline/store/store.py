@@ -30,6 +30,7 @@ from ltx_pipeline.store.models import (
     Run,
     utcnow,
 )
+from ltx_pipeline.store.states import PhaseState, RunState
 
 __all__ = ["Store"]
 
@@ -146,7 +147,7 @@ class Store:
     # -- runs ---------------------------------------------------------------------------------
     def create_run(self, name: str, request: dict[str, Any]) -> Run:
         with self._session() as s:
-            run = Run(name=name, request=request, state="new")
+            run = Run(name=name, request=request, state=RunState.NEW.value)
             s.add(run)
             s.flush()
             return run
@@ -207,21 +208,23 @@ class Store:
             previous = s.exec(
                 select(func.max(PhaseRun.attempt)).where(PhaseRun.run_id == run_id, PhaseRun.phase == phase)
             ).one()
-            row = PhaseRun(run_id=run_id, phase=phase, attempt=(previous or 0) + 1, status="running",
+            row = PhaseRun(run_id=run_id, phase=phase, attempt=(previous or 0) + 1, status=PhaseState.RUNNING.value,
                            reason=reason, fingerprint=fingerprint, fingerprint_parts=parts)
             s.add(row)
             self._set_state(s, run_id, run_state)
             s.flush()
             return row
 
-    def finish_phase(self, phase_run_id: int, *, status: str, run_state: str, outputs: dict[str, Any] | None = None,
+    def finish_phase(self, phase_run_id: int, *, status: PhaseState, run_state: str,
+                     outputs: dict[str, Any] | None = None,
                      outputs_version: int = 0, summary: str = "", error: str | None = None,
                      approval_subject: str | None = None,
                      approval_blockers: list[str] | None = None) -> None:
         """Close an attempt with its outputs and move the run to ``run_state`` together."""
+        stored = PhaseState(status).value  # the plain string, as a row read back holds it
         with self._session() as s:
             row = _get(s, PhaseRun, phase_run_id)
-            row.status = status
+            row.status = stored
             row.finished_at = utcnow()
             row.outputs = outputs or {}
             row.outputs_version = outputs_version
@@ -230,15 +233,17 @@ class Store:
             row.approval_subject = approval_subject
             row.approval_blockers = list(approval_blockers or [])
             self._set_state(s, row.run_id, run_state)
-            s.add(Event(run_id=row.run_id, phase=row.phase, level="info" if status == "succeeded" else "error",
-                        message=summary or error or status))
+            s.add(Event(run_id=row.run_id, phase=row.phase,
+                        level="info" if stored == PhaseState.SUCCEEDED else "error",
+                        message=summary or error or stored))
 
     def interrupt_running(self, run_id: int) -> list[str]:
         """Mark attempts left 'running' by a dead driver as interrupted; return their phases."""
         with self._session() as s:
-            rows = list(s.exec(select(PhaseRun).where(PhaseRun.run_id == run_id, PhaseRun.status == "running")))
+            rows = list(s.exec(select(PhaseRun).where(PhaseRun.run_id == run_id,
+                                                      PhaseRun.status == PhaseState.RUNNING.value)))
             for row in rows:
-                row.status = "interrupted"
+                row.status = PhaseState.INTERRUPTED.value
                 row.finished_at = utcnow()
                 row.error = "the driver process died while this phase ran"
                 s.add(Event(run_id=run_id, phase=row.phase, level="warning",

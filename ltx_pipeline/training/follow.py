@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ltx_pipeline.checkpoints.discovery import CheckpointPair, checkpoint_pairs
 from ltx_pipeline.engine.reporting import Snapshot
 from ltx_pipeline.env_names import STALL_SECONDS_ENV as STALL_ENV
 from ltx_pipeline.trainer_log import (
@@ -35,7 +36,6 @@ from ltx_pipeline.trainer_log import (
     parse_lines,
     read_tail,
 )
-from ltx_pipeline.training.resume import CheckpointPair, checkpoint_pairs
 from ltx_pipeline.workspace import atomic_write
 
 if TYPE_CHECKING:

@@ -27,17 +27,18 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ltx_pipeline.backends.base import DEFAULT_MAIN_PORT, LaunchSpec, Nodes
-from ltx_pipeline.checkpoints.files import final_weights_name, resume_restores
+from ltx_pipeline.checkpoints.discovery import latest_pair
+from ltx_pipeline.checkpoints.files import resume_restores, weights_file_name
 from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, RunJournal, ValidatedConfig
 from ltx_pipeline.engine.outputs import PhaseOutputs
 from ltx_pipeline.errors import BadInput, Refused
+from ltx_pipeline.ltx.trainer_config.view import TrainerConfigView, load_config_view
 from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.outputs.validate import ValidateOutputs
-from ltx_pipeline.training.resume import check_compatible, latest_pair, patch_resume
+from ltx_pipeline.training.resume import check_compatible, patch_resume
 from ltx_pipeline.training.validation import stage_launch_target, validate_stage
-from ltx_pipeline.yaml_io import load_yaml
 
 if TYPE_CHECKING:
     from ltx_pipeline.backends.base import TrainerBackend
@@ -173,12 +174,13 @@ class NodeRun:
                                "again")
         return Path(patched.output_dir)
 
-    def values(self, stage: int) -> dict[str, Any]:
-        return load_yaml(self.config(stage).read_text(encoding="utf-8")) or {}
+    def view(self, stage: int) -> TrainerConfigView:
+        return load_config_view(self.config(stage))
 
     def _final_weights(self, stage: int) -> Path:
-        values = self.values(stage)
-        return self.output_dir(stage) / "checkpoints" / final_weights_name(values)
+        config = self.view(stage)
+        return self.output_dir(stage) / "checkpoints" / weights_file_name(config.model.training_mode,
+                                                                         config.optimization.steps)
 
     # -- what a node does -----------------------------------------------------------------------
 
@@ -191,11 +193,11 @@ class NodeRun:
         pair = latest_pair(self.output_dir(stage) / "checkpoints")
         if pair is None:
             return [f"Stage {stage} has no complete checkpoint pair: it trains from step 0."]
-        values = self.values(stage)
-        step = check_compatible(pair, values)
-        lines = [f"{self.config(stage).name}: {r['path']} {r['old']} -> {r['new']} ({r['reason']})"
+        config = self.view(stage)
+        step = check_compatible(pair, config)
+        lines = [f"{self.config(stage).name}: {r.path} {r.old} -> {r.new} ({r.reason})"
                  for r in patch_resume(self.config(stage), pair, workspace=self.workspace)]
-        restores = resume_restores((values.get("checkpoints") or {}).get("save_training_state"))
+        restores = resume_restores(config.checkpoints.save_training_state)
         return [*lines, f"Stage {stage} resumes from its checkpoint at step {step} ({pair.weights.name}); {restores}"]
 
     def validated(self, stage: int) -> ValidatedConfig:

@@ -20,8 +20,8 @@ def log_summary(log: Path) -> dict[str, Any]:
 
 
 def weights_files(checkpoints: Path) -> list[tuple[int, str]]:
-    """The trainer's weights files in a checkpoints folder, with their steps (the trainer's naming, in ``ltx/``)."""
-    from ltx_pipeline.checkpoints.files import weights_files as listed
+    """The trainer's weights files in a checkpoints folder, with their steps (``checkpoints.discovery``)."""
+    from ltx_pipeline.checkpoints.discovery import weights_files as listed
 
     return listed(checkpoints)
 

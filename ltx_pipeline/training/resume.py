@@ -1,10 +1,8 @@
-"""Resume a stage from its checkpoints: find the newest complete pair, check it, patch the config.
+"""Resume a stage from its checkpoints: check the newest complete pair, patch the config to it.
 
-Owns the trainer's resume rules as the engine applies them (facts §4.8): a checkpoint is a
-*complete pair*, ``{lora|model}_weights_step_N.safetensors`` with ``training_state_step_N.pt`` of
-the same step beside it (a ``.pt.tmp`` is an interrupted save, never a checkpoint). It also owns
-what a retry would change: a failed launch's classification and its proposed fix, one rung of the
-troubleshooting ladder as an exact config diff that ``resume --apply-fix`` applies. Resuming means
+Owns the trainer's resume rules as the engine applies them (facts §4.8). The checkpoint itself, a
+*complete pair* of weights and training state, is found by ``checkpoints.discovery``; what a retry
+would change (a failed launch's proposed fix) is ``training.fixes``. Resuming means
 pointing ``model.load_checkpoint`` at the pair's weights through the config-patch mechanism; the
 trainer then restores the step, the scheduler and, from a "full" state (config_patch asks for one in LoRA
 runs), the optimizer, so the learning rate goes on along the schedule the interrupted attempt started with
@@ -19,64 +17,27 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from ltx_pipeline.checkpoints.files import WEIGHTS_RE as _WEIGHTS_RE
+from ltx_pipeline.checkpoints.discovery import CheckpointPair, latest_pair
 from ltx_pipeline.errors import ResumeRefused
-from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.ltx.stage_settings import changed_settings
-from ltx_pipeline.trainer_log import Failure, classify_failure, failure_tail
+from ltx_pipeline.ltx.trainer_config.view import TrainerConfigView, load_config_view, read_config_view
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
 
-__all__ = ["CheckpointPair", "FINGERPRINT_KEYS", "check_compatible", "check_same_settings", "checkpoint_pairs",
-           "config_fingerprint", "failure_report", "latest_pair", "patch_resume", "proposed_diff", "read_state",
-           "refuse_incompatible_checkpoints", "set_aside"]
+if TYPE_CHECKING:
+    from ltx_pipeline.ltx.config_patch import PatchRecord
+
+__all__ = ["FINGERPRINT_KEYS", "PlannedStart", "check_compatible", "check_same_settings", "config_fingerprint",
+           "patch_resume", "read_state", "refuse_incompatible_checkpoints", "restore_planned_start", "set_aside"]
 
 FINGERPRINT_KEYS = ("optimizer_type", "scheduler_type", "training_mode", "lora_rank")
-
-
-@dataclass(frozen=True)
-class CheckpointPair:
-    """Weights and the training state of the same step (``state`` None: weights only)."""
-
-    step: int
-    weights: Path
-    state: Path | None
-
-    @property
-    def complete(self) -> bool:
-        return self.state is not None
-
-
-def checkpoint_pairs(checkpoints_dir: Path, *, complete_only: bool = True) -> list[CheckpointPair]:
-    """Every checkpoint in ``checkpoints_dir`` by step (ascending); only complete pairs by default.
-
-    The state file keeps the weights' zero padding (``_step_00020``), as the trainer looks it up.
-    Empty state files are interrupted saves and do not count.
-    """
-    if not checkpoints_dir.is_dir():
-        return []
-    pairs = []
-    for weights in checkpoints_dir.iterdir():
-        match = _WEIGHTS_RE.match(weights.name)
-        if match is None or not weights.is_file():
-            continue
-        state = checkpoints_dir / f"training_state_step_{match.group(2)}.pt"
-        has_state = state.is_file() and state.stat().st_size > 0
-        if has_state or not complete_only:
-            pairs.append(CheckpointPair(int(match.group(2)), weights, state if has_state else None))
-    return sorted(pairs, key=lambda p: p.step)
-
-
-def latest_pair(checkpoints_dir: Path) -> CheckpointPair | None:
-    """The newest complete pair, or None when no checkpoint can be resumed from."""
-    pairs = checkpoint_pairs(checkpoints_dir)
-    return pairs[-1] if pairs else None
 
 
 def read_state(state_path: Path) -> dict[str, Any]:
@@ -104,19 +65,18 @@ def read_state(state_path: Path) -> dict[str, Any]:
     return dict(state)
 
 
-def config_fingerprint(config: dict[str, Any]) -> dict[str, Any]:
-    """The fingerprint the trainer compares on resume, computed from a config mapping."""
-    optimization = config.get("optimization") or {}
-    model = config.get("model") or {}
-    found = {"optimizer_type": optimization.get("optimizer_type", "adamw"),
-             "scheduler_type": optimization.get("scheduler_type", "linear"),
-             "training_mode": model.get("training_mode", "lora")}
+def config_fingerprint(config: TrainerConfigView | Mapping[str, Any]) -> dict[str, Any]:
+    """The fingerprint the trainer compares on resume (its state's ``config_fingerprint``), from a config."""
+    view = read_config_view(config)
+    found: dict[str, Any] = {"optimizer_type": view.optimization.optimizer_type,
+                             "scheduler_type": view.optimization.scheduler_type,
+                             "training_mode": view.model.training_mode}
     if found["training_mode"] == "lora":
-        found["lora_rank"] = (config.get("lora") or {}).get("rank")
+        found["lora_rank"] = view.lora.rank if view.lora is not None else None
     return found
 
 
-def check_compatible(pair: CheckpointPair, config: dict[str, Any]) -> int:
+def check_compatible(pair: CheckpointPair, config: TrainerConfigView | Mapping[str, Any]) -> int:
     """The step the trainer will resume at; refuses when the state's fingerprint differs from ``config``.
 
     Raises:
@@ -140,8 +100,6 @@ def check_compatible(pair: CheckpointPair, config: dict[str, Any]) -> int:
     return int(state.get("global_step", pair.step))
 
 
-
-
 class _TrainerDump(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
     """YAML's safe loader that reads the python tags of the trainer's ``yaml.dump(config.model_dump())`` as plain
     data (an enum as its value), never as objects."""
@@ -159,7 +117,7 @@ def _plain(loader: Any, _suffix: str, node: Any) -> Any:
 _TrainerDump.add_multi_constructor("tag:yaml.org,2002:python/", _plain)
 
 
-def check_same_settings(pair: CheckpointPair, config: dict[str, Any], output_dir: Path) -> None:
+def check_same_settings(pair: CheckpointPair, config: Mapping[str, Any], output_dir: Path) -> None:
     """Refuses to resume a stage whose training settings changed since its last launch (#49).
 
     The trainer saved the config it ran with as ``training_config.yaml``; a resumed stage goes on with those
@@ -184,6 +142,7 @@ def check_same_settings(pair: CheckpointPair, config: dict[str, Any], output_dir
                 "to train this stage again from step 0 with the new settings (the old checkpoints are kept); or a new "
                 "run with them (`ltx-pipeline run --run NEW ...`)")
 
+
 # Where each trainer fingerprint field comes from in the run request (run.yaml), so the fix names
 # what the user can change: config.yaml itself is regenerated from run.yaml.
 _REQUEST_FIELDS = {
@@ -205,8 +164,7 @@ def refuse_incompatible_checkpoints(config_path: Path, checkpoints_dir: Path, fi
     pair = latest_pair(checkpoints_dir)
     if pair is None or pair.step >= final_step:
         return
-
-    check_compatible(pair, load_yaml(config_path.read_text(encoding="utf-8")) or {})
+    check_compatible(pair, load_config_view(config_path))
 
 
 def set_aside(output_dir: Path, *, workspace: Path) -> Path | None:
@@ -230,7 +188,7 @@ def set_aside(output_dir: Path, *, workspace: Path) -> Path | None:
     return target
 
 
-def patch_resume(config_path: Path, pair: CheckpointPair, *, workspace: Path) -> list[dict[str, Any]]:
+def patch_resume(config_path: Path, pair: CheckpointPair, *, workspace: Path) -> list[PatchRecord]:
     """Point ``model.load_checkpoint`` at the pair's weights (and let the trainer use its state).
 
     A chained stage warm-starts with ``checkpoints.no_resume: true``; resuming its *own* checkpoint
@@ -239,93 +197,53 @@ def patch_resume(config_path: Path, pair: CheckpointPair, *, workspace: Path) ->
     Returns:
         The patch records (dotted path, old, new, reason).
     """
-
     from ltx_pipeline.ltx.config_patch import Patch, apply_patches  # the patcher loads ruamel: only when patching
 
     text = config_path.read_text(encoding="utf-8")
     reason = f"resume from step {pair.step}"
     patches = [Patch("model.load_checkpoint", str(pair.weights), reason)]
-    if ((load_yaml(text) or {}).get("checkpoints") or {}).get("no_resume"):
+    if read_config_view(load_yaml(text), where=str(config_path)).checkpoints.no_resume:
         patches.append(Patch("checkpoints.no_resume", False, reason))
     patched, records = apply_patches(text, patches)
     atomic_write(config_path, patched, root=workspace)
-    return [r.to_dict() for r in records]
+    return records
 
 
-_START_PATHS = ("model.load_checkpoint", "checkpoints.no_resume")
+@dataclass(frozen=True)
+class PlannedStart:
+    """How config_patch made a stage start: its warm-start weights (None: from the base model) and whether
+    the trainer may resume a state from them."""
+
+    load_checkpoint: str | None
+    no_resume: bool
+
+    def differs(self, view: TrainerConfigView) -> dict[str, Any]:
+        """The patch paths whose value in ``view`` is not the planned one, with the planned value."""
+        planned = {"model.load_checkpoint": self.load_checkpoint, "checkpoints.no_resume": self.no_resume}
+        now = {"model.load_checkpoint": view.model.load_checkpoint, "checkpoints.no_resume": view.checkpoints.no_resume}
+        return {path: value for path, value in planned.items() if now[path] != value}
 
 
-def restore_planned_start(config_path: Path, planned: dict[str, Any], *, workspace: Path) -> list[dict[str, Any]]:
+def restore_planned_start(config_path: Path, planned: PlannedStart | Mapping[str, Any], *,
+                          workspace: Path) -> list[PatchRecord]:
     """Undo ``patch_resume`` for a stage that trains again from step 0 (``--restart-training``).
 
     A resume pointed ``model.load_checkpoint`` at the stage's own checkpoint, in the folder a restart moves
     aside: left as it is, the restarted trainer would load a file that is gone (or, for a warm-starting stage,
-    skip its warm start). ``planned`` holds the values config_patch wrote (or the template's), by dotted path.
+    skip its warm start). ``planned``: the values config_patch wrote (or the template's), or them by dotted path.
 
     Returns:
         The patch records; none when the config already starts as planned.
     """
     from ltx_pipeline.ltx.config_patch import Patch, apply_patches  # the patcher loads ruamel: only when patching
 
+    if not isinstance(planned, PlannedStart):
+        planned = PlannedStart(planned.get("model.load_checkpoint"), bool(planned.get("checkpoints.no_resume")))
     text = config_path.read_text(encoding="utf-8")
-    current = load_yaml(text) or {}
-    patches = [Patch(path, planned.get(path), "--restart-training: the stage starts as planned, from step 0")
-               for path in _START_PATHS if config_value(current, path) != planned.get(path)]
-    if not patches:
-        return []
-    patched, records = apply_patches(text, patches)
-    atomic_write(config_path, patched, root=workspace)
-    return [r.to_dict() for r in records]
-
-
-def proposed_diff(failure: Failure, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """The next rung of the failure's fix ladder as an exact config diff (dotted path, old, new).
-
-    Fixes are ordered cheapest-first (OOM: batch 1, checkpointing, 8-bit optimizer, ..., cheaper
-    validation), and the classifier drops rungs the config already satisfies, so applying one rung per
-    failure walks down the ladder. Batch 1 comes with its gradient accumulation, which keeps the
-    effective batch.
-    """
-    changes = failure.config_changes
+    changes = planned.differs(read_config_view(load_yaml(text), where=str(config_path)))
     if not changes:
         return []
-    take = changes[:2] if (changes[0].path == "optimization.batch_size" and len(changes) > 1
-                           and changes[1].path == "optimization.gradient_accumulation_steps") else changes[:1]
-    return [{"path": c.path, "old": config_value(config, c.path), "new": c.value, "reason": c.reason} for c in take]
-
-
-def failure_report(log: Path, config: dict[str, Any], exit_code: int | None, signal: int | None,
-                   stage: int) -> tuple[Failure, dict[str, Any], str]:
-    """Classify a failed launch from the lines it wrote, and build the proposal and ``failure.md``.
-
-    Only the lines after the last launch boundary count (the stage's log is appended across launches).
-
-    Returns:
-        (failure, proposal for ``failure.json`` (stage, kind, evidence, diff), markdown report).
-    """
-    tail = failure_tail(log)  # the lines `ltx-pipeline diagnose` reads too
-    validation = config.get("validation") or {}
-    failure = classify_failure(exit_code, signal, tail, config=config,
-                               initial_validation=bool(validation.get("interval"))
-                               and not validation.get("skip_initial_validation"))
-    diff = proposed_diff(failure, config)
-    proposal = {"stage": stage, "kind": failure.kind, "phase": failure.phase, "rank": failure.rank,
-                "evidence": failure.evidence, "exit_code": exit_code, "signal": signal, "log": str(log), "diff": diff}
-    where = ([f"- phase: {failure.phase}" + (f" (from: `{failure.phase_evidence}`)" if failure.phase_evidence else "")]
-             if failure.phase else []) + ([f"- rank: {failure.rank}"] if failure.rank is not None else [])
-    lines = [f"# Training failure: stage {stage}", "", f"- class: **{failure.kind}**", *where,
-             f"- exit code: {exit_code}" + (f" (signal {signal})" if signal else ""), f"- log: {log}",
-             f"- evidence: `{failure.evidence}`", "", "## Proposed fix"]
-    if diff:
-        lines += ["", "`ltx-pipeline resume --apply-fix` applies exactly this diff, re-validates and retries:", "",
-                  "```diff", *(f"- {c['path']}: {json.dumps(c['old'])}\n+ {c['path']}: {json.dumps(c['new'])}"
-                               for c in diff), "```", "", *(f"- {c['path']}: {c['reason']}" for c in diff)]
-    else:
-        lines += ["", "No config change is proposed; `ltx-pipeline resume` retries as is once the cause is fixed."]
-    rest = [f for f in failure.fix if f.path is None or f.path not in {c["path"] for c in diff}]
-    if rest:
-        lines += ["", "## If that is not enough (in order)", ""]
-        lines += [f"- `{f.path}: {json.dumps(f.value)}`: {f.reason}" if f.path else f"- {f.reason}" for f in rest]
-    return failure, proposal, "\n".join(lines) + "\n"
-
-
+    reason = "--restart-training: the stage starts as planned, from step 0"
+    patched, records = apply_patches(text, [Patch(path, value, reason) for path, value in changes.items()])
+    atomic_write(config_path, patched, root=workspace)
+    return records

@@ -149,7 +149,7 @@ def path_problems(backend: TrainerBackend, config: Path, target: LaunchTarget, *
     later = ["model.load_checkpoint"] if warm_start_pending else []
     if not strict and _is_stage_data_root(config_value(values, "data.preprocessed_data_root"), target, cwd):
         later.append("data.preprocessed_data_root")
-    return path_checks(values, cwd=cwd, existence=backend.name != "simulated", written_later=later)
+    return path_checks(values, cwd=cwd, existence=backend.capabilities.uses_real_files, written_later=later)
 
 
 def _is_stage_data_root(value: Any, target: LaunchTarget, cwd: Path) -> bool:
@@ -179,7 +179,7 @@ def validate_stage(backend: TrainerBackend, config: Path, target: LaunchTarget, 
         problem (listed first), named by its key and value, and not repeated by the schema or the rules.
     """
     paths = path_problems(backend, config, target, strict=strict, warm_start_pending=warm_start_pending)
-    if backend.name == "ltx" and not strict:
+    if backend.capabilities.runs_real_trainer and not strict:
         # The trainer's own validator, in the environment that will launch, before anything heavy runs:
         # only the preprocessed folder, written later, is excused (it is checked again at launch).
         findings = [f for f in backend.validate(config, relaxed_paths=False)
@@ -187,13 +187,13 @@ def validate_stage(backend: TrainerBackend, config: Path, target: LaunchTarget, 
                             and not target.data_root.exists())]
         validator = backend.validator(relaxed_paths=False) + "; the preprocessed data is checked at launch"
     else:
-        relaxed = not strict or backend.name == "simulated"
+        relaxed = not strict or not backend.capabilities.uses_real_files
         findings = list(backend.validate(config, relaxed_paths=relaxed))
-        if not strict and backend.name != "simulated":
+        if not strict and backend.capabilities.uses_real_files:
             findings += _model_files_unset(config)
         validator = backend.validator(relaxed_paths=relaxed)
-    checks = runtime_checks(config, target, warm_start_pending=warm_start_pending, model_files=backend.name == "ltx",
-                            cwd=trainer_cwd(backend, config))
+    checks = runtime_checks(config, target, warm_start_pending=warm_start_pending,
+                            model_files=backend.capabilities.runs_real_trainer, cwd=trainer_cwd(backend, config))
     result = StageValidation(config=config, validator=validator, checks=checks)
     said = _keys(paths)
     result.problems = ([c.line() for c in paths]

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from ltx_pipeline.cli import main
-from ltx_pipeline.training.resume import failure_report
+from ltx_pipeline.training.fixes import failure_report
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "trainer_logs" / "diagnose"
 
@@ -81,4 +81,4 @@ def test_engine_failure_md_agrees_with_diagnose(tmp_path, capsys) -> None:
     assert main(["diagnose", str(log), "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert (record["kind"], record["phase"], record["rank"]) == (failure.kind, failure.phase, failure.rank)
-    assert record["evidence"] == proposal["evidence"] and f"**{record['kind']}**" in report
+    assert record["evidence"] == proposal.evidence and f"**{record['kind']}**" in report

@@ -19,7 +19,7 @@ import ltx_pipeline.autotune.trial_runner as trial_runner
 import phases
 from ltx_pipeline.autotune._trial import TrialSettings
 from ltx_pipeline.cli import main
-from ltx_pipeline.ltx.data_check import data_identity, model_identity
+from ltx_pipeline.ltx.data_identity import data_identity, model_identity
 from ltx_pipeline.preprocessing.run import IDENTITY_FILE
 from tests.conftest import H100_SMI, LTX_METADATA, write_safetensors
 from tests.phases.test_autotune import with_autotune

@@ -10,7 +10,7 @@ from __future__ import annotations
 import optuna
 import pytest
 
-import phases.train
+import ltx_pipeline.training.judge as train_judge
 from ltx_pipeline.cli import main
 from ltx_pipeline.ltx.autotune import prediction_miss
 from tests.phases.train_helpers import clips, simulated_args, store_of
@@ -26,7 +26,7 @@ def test_prediction_miss_is_relative_and_has_a_tolerance() -> None:
 @pytest.mark.parametrize("factor", [1.0, 1.3])
 def test_the_training_peak_is_checked_against_the_prediction_and_a_miss_recorded(workspace, tmp_path, monkeypatch,
                                                                                 factor) -> None:
-    real = phases.train.log_summary
+    real = train_judge.log_summary
 
     def trainer_reports(log, lines=400):  # noqa: ANN001, ANN202 - the trainer's figure, as if measured
         summary = real(log, lines=lines)
@@ -34,7 +34,7 @@ def test_the_training_peak_is_checked_against_the_prediction_and_a_miss_recorded
             summary["peak_gpu_memory_gb"] *= factor
         return summary
 
-    monkeypatch.setattr(phases.train, "log_summary", trainer_reports)
+    monkeypatch.setattr(train_judge, "log_summary", trainer_reports)
     assert main(simulated_args(workspace, clips(tmp_path / "data"), "--steps", "40", "--skip-eval")) == 0
     store, run = store_of(workspace)
     latest = store.latest_phase_runs(run.id)

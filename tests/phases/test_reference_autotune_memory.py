@@ -15,7 +15,8 @@ import pytest
 
 import ltx_pipeline.autotune.trial_runner as trial_runner
 import phases
-from ltx_pipeline.autotune._trial import REFERENCE_UNMEASURED, TrialSettings
+from ltx_pipeline.autotune._peaks import REFERENCE_UNMEASURED
+from ltx_pipeline.autotune._trial import TrialSettings
 from tests.phases.test_autotune import with_autotune
 
 

@@ -95,7 +95,7 @@ def test_real_mp4s_go_from_probe_to_resumed_training_and_readable_samples(worksp
     checkpoints = workspace / "r1" / "outputs" / "checkpoints"
     wait_for(lambda: (checkpoints / "training_state_step_00004.pt").is_file(), timeout=120)
     os.killpg(first.pid, signal.SIGKILL)
-    from ltx_pipeline.training.resume import latest_pair
+    from ltx_pipeline.checkpoints.discovery import latest_pair
 
     killed_at = latest_pair(checkpoints).step
     assert 4 <= killed_at < 12

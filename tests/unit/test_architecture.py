@@ -43,6 +43,7 @@ def _contract(name_start: str) -> Any:
     ("Only the CLI uses typer and rich", "ltx_pipeline.backends.ltx", "typer"),
     ("torch and optuna stay out", "ltx_pipeline.backends.reference", "torch"),
     ("torch and optuna stay out", "ltx_pipeline.evaluation.render", "optuna"),
+    ("cli holds no decision about a run's state", "ltx_pipeline.cli.workflow", "phases"),
 ])
 def test_a_forbidden_import_breaks_its_contract(contract: str, importer: str, imported: str) -> None:
     """Each contract is kept by the code as it is, and broken by the one import it exists to stop."""
@@ -98,7 +99,8 @@ def test_no_shell_subprocesses_in_shipped_code() -> None:
 
 
 SHIPPED = ("ltx_pipeline", "phases")
-MAX_MODULE_LINES = 500
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
 
 
 def _folders() -> list[Path]:
@@ -118,6 +120,26 @@ def test_no_module_is_over_the_size_limit() -> None:
     too_long = {str(p.relative_to(REPO)): n for folder in SHIPPED for p in (REPO / folder).rglob("*.py")
                 if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert too_long == {}, f"split these along their seams (limit {MAX_MODULE_LINES} lines)"
+
+
+def _long_functions(tree: ast.Module, limit: int) -> list[str]:
+    """`name (N lines)` for each function or method in ``tree`` longer than ``limit`` lines, nested ones too."""
+    return [f"{node.name} ({length} lines)" for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (length := (node.end_lineno or node.lineno) - node.lineno + 1) > limit]
+
+
+def test_no_function_is_over_the_size_limit() -> None:
+    too_long = [f"{p.relative_to(REPO)}: {name}" for folder in SHIPPED for p in sorted((REPO / folder).rglob("*.py"))
+                for name in _long_functions(ast.parse(p.read_text(encoding="utf-8")), MAX_FUNCTION_LINES)]
+    assert too_long == [], f"split these into named steps (limit {MAX_FUNCTION_LINES} lines): {too_long}"
+
+
+def test_the_function_size_check_counts_a_function_from_def_to_last_line() -> None:
+    at_limit = ast.parse("def fits():\n" + "    x = 1\n" * (MAX_FUNCTION_LINES - 1))  # its def line makes 60
+    over = ast.parse("class C:\n    def long(self):\n" + "        x = 1\n" * MAX_FUNCTION_LINES)  # a method too
+    assert _long_functions(at_limit, MAX_FUNCTION_LINES) == []
+    assert _long_functions(over, MAX_FUNCTION_LINES) == [f"long ({MAX_FUNCTION_LINES + 1} lines)"]
 
 
 def test_no_folder_holds_three_files_sharing_a_name_prefix() -> None:

@@ -1,15 +1,15 @@
-"""The trainer's checkpoint file names, built and found in one place (``checkpoints.files``)."""
+"""The trainer's checkpoint file names, built and found in one place (``checkpoints.files``, ``.discovery``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ltx_pipeline.checkpoints.discovery import weights_files
 from ltx_pipeline.checkpoints.files import (
     WEIGHTS_RE,
     final_weights_name,
     state_file_name,
     weights_file_name,
-    weights_files,
 )
 
 

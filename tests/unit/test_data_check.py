@@ -12,15 +12,8 @@ import pytest
 from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.buckets import Bucket
 from ltx_pipeline.ltx.clip_checks import check_clip_lengths, check_media_facts
-from ltx_pipeline.ltx.data_check import (
-    Check,
-    check_data_identity,
-    check_metadata,
-    data_identity,
-    format_checks,
-    identity_changes,
-    model_identity,
-)
+from ltx_pipeline.ltx.data_check import Check, check_data_identity, check_metadata, format_checks
+from ltx_pipeline.ltx.data_identity import data_identity, identity_changes, model_identity
 from ltx_pipeline.ltx.metadata import sample_name
 from ltx_pipeline.ltx.modes import MODES, Mode
 from ltx_pipeline.ltx.precomputed import inspect_precomputed

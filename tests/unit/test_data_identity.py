@@ -18,7 +18,7 @@ import pytest
 from ltx_pipeline.backends.reference import ReferenceBackend
 from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.buckets import parse_buckets
-from ltx_pipeline.ltx.data_check import data_identity, model_identity
+from ltx_pipeline.ltx.data_identity import data_identity, model_identity
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.preprocessing.run import IDENTITY_CACHE, IDENTITY_FILE, LEGACY_PAIRING_FILE, preprocess
 from ltx_pipeline.workspace import RunPaths

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ltx_pipeline.checkpoints.discovery import checkpoint_pairs, latest_pair
 from ltx_pipeline.errors import ResumeRefused
+from ltx_pipeline.training.fixes import failure_report
 from ltx_pipeline.training.resume import (
     check_compatible,
-    checkpoint_pairs,
-    failure_report,
-    latest_pair,
     patch_resume,
     read_state,
     restore_planned_start,
@@ -84,7 +83,7 @@ def test_resume_patch_points_at_the_weights_and_lets_a_chained_stage_use_its_sta
     values = yaml.safe_load(config.read_text())
     assert values["model"]["load_checkpoint"].endswith("lora_weights_step_00020.safetensors")
     assert values["checkpoints"]["no_resume"] is False
-    assert {r["reason"] for r in records} == {"resume from step 20"} and "# warm start" in config.read_text()
+    assert {r.reason for r in records} == {"resume from step 20"} and "# warm start" in config.read_text()
 
 
 def test_a_restart_undoes_the_resume_patch_so_the_stage_starts_as_planned(tmp_path) -> None:
@@ -99,7 +98,7 @@ def test_a_restart_undoes_the_resume_patch_so_the_stage_starts_as_planned(tmp_pa
     records = restore_planned_start(config, planned, workspace=tmp_path)
     values = yaml.safe_load(config.read_text())
     assert values["model"]["load_checkpoint"] == "/prev/final.safetensors" and values["checkpoints"]["no_resume"]
-    assert {r["path"] for r in records} == {"model.load_checkpoint", "checkpoints.no_resume"}
+    assert {r.path for r in records} == {"model.load_checkpoint", "checkpoints.no_resume"}
     assert "# warm start" in config.read_text()
     assert restore_planned_start(config, planned, workspace=tmp_path) == []  # already as planned: untouched
 
@@ -131,9 +130,9 @@ def _log(tmp_path: Path, *names: str) -> Path:
 def test_each_failure_class_gets_its_proposed_diff(tmp_path, files, code, kind, diff) -> None:
     log = _log(tmp_path, *files)
     failure, proposal, report = failure_report(log, CONFIG, code, 9 if code == 137 else None, 1)
-    assert failure.kind == kind == proposal["kind"]
+    assert failure.kind == kind == proposal.kind
     assert failure.evidence and failure.evidence in report
-    got = [(c["path"], c["old"], c["new"]) for c in proposal["diff"]]
+    got = [(c.path, c.old, c.new) for c in proposal.diff]
     if diff is None:  # validation OOM: the first rung is one of the validation-memory fixes
         assert len(got) == 1 and got[0][0] in ("acceleration.offload_optimizer_during_validation",
                                                "acceleration.load_text_encoder_in_8bit")

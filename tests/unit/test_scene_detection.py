@@ -14,7 +14,7 @@ from ltx_pipeline.ltx.media import read_media_info  # noqa: E402
 from ltx_pipeline.ltx.modes import get_mode  # noqa: E402
 from ltx_pipeline.ltx.preparation import PreparationPlan, plan_preparation  # noqa: E402
 from ltx_pipeline.probing import read_clips  # noqa: E402
-from ltx_pipeline.scenes.detect import DETECTOR, Scene, cut_scenes, detect_scenes, scan_videos  # noqa: E402
+from ltx_pipeline.scenes import DETECTOR, Scene, cut_scenes, detect_scenes, scan_videos  # noqa: E402
 from ltx_pipeline.scenes.footage import Shot, true_cuts, write_footage  # noqa: E402
 
 FPS = 24

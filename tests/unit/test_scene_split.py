@@ -13,7 +13,7 @@ pytest.importorskip("scenedetect")
 
 from ltx_pipeline.errors import BadInput  # noqa: E402
 from ltx_pipeline.ltx.media import BadMedia, read_media_info, write_video  # noqa: E402
-from ltx_pipeline.scenes.detect import Scene, cut_scenes, detect_scenes  # noqa: E402
+from ltx_pipeline.scenes import Scene, cut_scenes, detect_scenes  # noqa: E402
 
 FPS = 24
 RATE = 8000  # low, so that AAC (the slow part) keeps the test quick

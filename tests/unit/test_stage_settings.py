@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
+from ltx_pipeline.checkpoints.discovery import CheckpointPair
 from ltx_pipeline.errors import ResumeRefused
 from ltx_pipeline.ltx.stage_settings import KEPT_SETTINGS, changed_settings
-from ltx_pipeline.training.resume import CheckpointPair, check_same_settings
+from ltx_pipeline.training.resume import check_same_settings
 
 # As the trainer saves it: its whole model, defaults included, numbers as it parsed them.
 STARTED: dict[str, Any] = {

@@ -2,7 +2,7 @@
 
 Issue 19 case 4: on the reference backend without a memory scale every trial reported ``peak 0.0 GB``
 and every config "fit"; on an assumed GPU the validation peak was '-' and still judged fit; a fake
-card's 1 MiB reading read ``0.0 GB validation``. These drive ``_peaks`` and the outcome classification
+card's 1 MiB reading read ``0.0 GB validation``. These drive ``_peaks.trial_peaks`` and the outcome classification
 with the inputs each backend really leaves (``reference_memory.json``, ``simulated_cost.json``, the
 sampler's readings), then the real ``SweepPlanner`` and the real reports.
 """
@@ -16,15 +16,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from ltx_pipeline.autotune._peaks import REFERENCE_UNMEASURED, UNMEASURED, TrialMemory, trial_peaks
 from ltx_pipeline.autotune._report import render_log, render_markdown, trial_line
-from ltx_pipeline.autotune._trial import (
-    REFERENCE_UNMEASURED,
-    UNMEASURED,
-    TrialMemory,
-    _clean_end,
-    _peaks,
-    whole_words,
-)
+from ltx_pipeline.autotune._trial import _clean_end, whole_words
 from ltx_pipeline.autotune.vram_sampler import IDLE_MIB, ResourceSampler, nvidia_smi_reader
 from ltx_pipeline.ltx.autotune import SweepPlanner, search_space
 from ltx_pipeline.reports.memory_figures import format_gb
@@ -80,7 +74,7 @@ def outputs(planner: SweepPlanner, trials: list[dict]) -> dict:
 def test_the_reference_backend_without_a_memory_scale_measures_no_memory(tmp_path) -> None:
     # The toy's own bytes on the CPU: a few MiB, which used to read as "peak 0.0 GB" and fit anything.
     out = reference_report(tmp_path / "out", training=3 * 1024**2, validation=2 * 1024**2)
-    memory = _peaks("reference", out, TrainingProgress(7), ResourceSampler(), 12.0, scale=None)
+    memory = trial_peaks("reference", out, TrainingProgress(7), ResourceSampler(), 12.0, scale=None)
     assert memory.training.gb is None and memory.validation.gb is None
     assert memory.training.source is None and memory.training.missing == REFERENCE_UNMEASURED
     assert memory.assumed_fit and memory.note == REFERENCE_UNMEASURED
@@ -88,13 +82,13 @@ def test_the_reference_backend_without_a_memory_scale_measures_no_memory(tmp_pat
 
 def test_the_reference_backend_with_a_memory_scale_names_its_accounting(tmp_path) -> None:
     out = reference_report(tmp_path / "out", training=26 * GIB, validation=19 * GIB, scale=22500.0)
-    memory = _peaks("reference", out, TrainingProgress(7), ResourceSampler(), 30.0, scale=22500.0)
+    memory = trial_peaks("reference", out, TrainingProgress(7), ResourceSampler(), 30.0, scale=22500.0)
     assert memory.training.gb == 26.0 and memory.validation.gb == 19.0
     assert memory.training.source == memory.validation.source == "reference trainer accounting (scaled x 22500)"
     assert not memory.assumed_fit
     # A run that did not complete counted nothing usable: not measured, never 0.0.
     failed = reference_report(tmp_path / "failed", 26 * GIB, 0, scale=22500.0, status="out of memory during training")
-    memory = _peaks("reference", failed, TrainingProgress(7), ResourceSampler(), 30.0, scale=22500.0)
+    memory = trial_peaks("reference", failed, TrainingProgress(7), ResourceSampler(), 30.0, scale=22500.0)
     assert memory.training.gb is None and "out of memory during training" in memory.training.missing
 
 
@@ -105,7 +99,7 @@ def test_a_reference_sweep_without_a_scale_is_judged_on_step_time_only_and_says_
     # Checkpointing off is faster and, in the toy's own bytes, hungrier: the old 0.0 GB reading made it "fit".
     for number, (knobs, step, raw) in enumerate([(STD, 0.50, 3), (OFF, 0.40, 5)], start=1):
         out = reference_report(tmp_path / f"out-{number}", training=raw * 1024**2, validation=2 * 1024**2)
-        memory = _peaks("reference", out, TrainingProgress(7), ResourceSampler(), 12.0, scale=None)
+        memory = trial_peaks("reference", out, TrainingProgress(7), ResourceSampler(), 12.0, scale=None)
         done, _ = finish(tmp_path, "reference", knobs, memory, step, number)
         planner.record(done.result)
         trials.append(record(planner, done, number))
@@ -134,7 +128,7 @@ def test_a_fake_cards_1_mib_reading_is_not_a_measurement(tmp_path, fake_smi) -> 
     sampler.sample()
     assert sampler.peak_gb("validation") is None and sampler.peak_gb("training") is None
     assert sampler.idle_samples == {"validation": 1, "training": 1}
-    memory = _peaks("ltx", tmp_path, TrainingProgress(41), sampler, 20.0)
+    memory = trial_peaks("ltx", tmp_path, TrainingProgress(41), sampler, 20.0)
     assert memory.validation.gb is None and "idle card" in memory.validation.missing
     space = search_space("standard", 1, False, STD)
     planner = SweepPlanner(space, space[0], capacity_gb=79.6, per_gpu_batch=1)
@@ -157,7 +151,7 @@ def test_a_validation_peak_the_sampler_missed_makes_a_trial_unmeasured_not_fit(t
     sampler.sample()
     sampler.set_label("training")
     sampler.sample()
-    memory = _peaks("ltx", tmp_path, TrainingProgress(41), sampler, 20.0)
+    memory = trial_peaks("ltx", tmp_path, TrainingProgress(41), sampler, 20.0)
     assert memory.training.gb == pytest.approx(30000 / 1024) and memory.training.source == "vram sampler (nvml)"
     space = search_space("standard", 1, False, STD)
     planner = SweepPlanner(space, space[0], capacity_gb=79.6, per_gpu_batch=1)
@@ -176,7 +170,7 @@ def test_a_measured_ltx_trial_fits_with_each_source_named(tmp_path) -> None:
     sampler.sample()
     sampler.set_label("training")
     sampler.sample()
-    memory = _peaks("ltx", tmp_path, TrainingProgress(41), sampler, 20.0)
+    memory = trial_peaks("ltx", tmp_path, TrainingProgress(41), sampler, 20.0)
     space = search_space("standard", 1, False, STD)
     planner = SweepPlanner(space, space[0], capacity_gb=79.6, per_gpu_batch=1)
     done, _ = finish(tmp_path, "ltx", STD, memory)
@@ -192,7 +186,7 @@ def test_a_measured_ltx_trial_fits_with_each_source_named(tmp_path) -> None:
 def test_a_simulated_point_without_a_validation_figure_validates_at_its_training_peak(tmp_path) -> None:
     (tmp_path / "simulated_cost.json").write_text(json.dumps(
         {"gpu_seconds": 99.0, "peak_vram_gb": 26.0, "validation_peak_vram_gb": None}))
-    memory = _peaks("simulated", tmp_path, TrainingProgress(41), ResourceSampler(), 1.0)
+    memory = trial_peaks("simulated", tmp_path, TrainingProgress(41), ResourceSampler(), 1.0)
     assert memory.training.gb == memory.validation.gb == 26.0 and memory.seconds == 99.0
     assert memory.training.source == "simulated cost surface"
     assert memory.validation.source.startswith("simulated cost surface (the training peak")

@@ -95,40 +95,57 @@ def patches_for_stage(recipe: dict[str, Any], stage_index: int, *, mode: str, pa
     strip_audio = describe_audio is False and get_mode(mode).generates_audio
     if describe_audio is None:
         describe_audio = get_mode(mode).generates_audio
-    patches = [
+    return [*_required_patches(paths, stage), *_knob_patches(recipe), *_training_mode_patches(recipe),
+            *_schedule_patches(recipe, stage), *_training_state_patches(recipe),
+            *_prompt_patches(trigger, describe_audio, strip_audio), *_wandb_patches(mode, wandb),
+            *_warm_start_patches(stage, previous_stage_weights),
+            *(Patch(path, value, "backend setting") for path, value in (backend_knobs or {}).items())]
+
+
+def _required_patches(paths: StagePaths, stage: dict[str, Any]) -> list[Patch]:
+    return [
         Patch("model.model_path", paths.model_path, "required: the local model checkpoint"),
         Patch("model.text_encoder_path", paths.text_encoder_path, "required: the local Gemma text encoder"),
         Patch("data.preprocessed_data_root", paths.preprocessed_data_root,
               f"required: this run's preprocessed data ({'+'.join(stage['buckets'])})"),
         Patch("output_dir", paths.output_dir, "required: outputs inside the run folder"),
     ]
-    patches += _knob_patches(recipe)
-    patches.append(Patch("model.training_mode", recipe["training_mode"], f"plan: {recipe['training_mode']} training"))
+
+
+def _training_mode_patches(recipe: dict[str, Any]) -> list[Patch]:
+    patches = [Patch("model.training_mode", recipe["training_mode"], f"plan: {recipe['training_mode']} training")]
     if recipe["training_mode"] == "lora":
         patches += [
             Patch("lora.rank", recipe["rank"], f"plan: LoRA rank for the {recipe['tier_name']}"),
             Patch("lora.alpha", recipe["rank"], "alpha = rank (scaling 1.0), the same in every stage"),
         ]
-    patches += _schedule_patches(recipe, stage)
-    if recipe["training_mode"] == "lora":
-        # The trainer's default state ("minimal") holds no optimizer: a resume starts a fresh AdamW at the
-        # configured rate and the chained schedule decays from there, off the uninterrupted curve (#43). A
-        # LoRA's optimizer state is small next to the model (the trainer's docs: ~800 MB), so keep it.
-        patches.append(Patch("checkpoints.save_training_state", "full",
-                             "resume keeps the optimizer and the learning-rate schedule (minimal restarts both)"))
-    patches += [
+    return patches
+
+
+def _training_state_patches(recipe: dict[str, Any]) -> list[Patch]:
+    if recipe["training_mode"] != "lora":
+        return []
+    # The trainer's default state ("minimal") holds no optimizer: a resume starts a fresh AdamW at the
+    # configured rate and the chained schedule decays from there, off the uninterrupted curve (#43). A
+    # LoRA's optimizer state is small next to the model (the trainer's docs: ~800 MB), so keep it.
+    return [Patch("checkpoints.save_training_state", "full",
+                  "resume keeps the optimizer and the learning-rate schedule (minimal restarts both)")]
+
+
+def _prompt_patches(trigger: str | None, describe_audio: bool, strip_audio: bool) -> list[Patch]:
+    return [
         Patch("validation.samples", PromptRewrite(trigger, describe_audio, strip_audio),
               _prompt_reason(trigger, describe_audio, strip_audio)),
         Patch("validation.prompts", PromptRewrite(trigger, describe_audio, strip_audio),
               _prompt_reason(trigger, describe_audio, strip_audio)),
     ]
-    patches.append(Patch("wandb.enabled", wandb, "W&B credentials found" if wandb else "no W&B credentials: off"))
+
+
+def _wandb_patches(mode: str, wandb: bool) -> list[Patch]:
+    patches = [Patch("wandb.enabled", wandb, "W&B credentials found" if wandb else "no W&B credentials: off")]
     if wandb:
         patches += [Patch("wandb.project", f"ltx2-{mode}", "W&B project per mode (skill convention)"),
                     Patch("wandb.tags", [mode], "W&B tag: the mode")]
-    patches += _warm_start_patches(stage, previous_stage_weights)
-    for path, value in (backend_knobs or {}).items():
-        patches.append(Patch(path, value, "backend setting"))
     return patches
 
 

@@ -6,7 +6,8 @@
 Inside: ``_schema`` (the root model and entry points), ``_sections`` (model, lora, optimization and
 the other flat sections), ``_strategy`` (training strategies and their conditions), ``_validation``
 (validation samples) and ``_paths`` (the path-existence policy). Nothing outside this package
-imports those modules.
+imports those modules. ``view`` (public) reads a config's values typed, as the trainer defaults them,
+without judging it: ``read_config_view`` / ``load_config_view`` return a ``TrainerConfigView``.
 """
 
 from ltx_pipeline.ltx.trainer_config._schema import (
@@ -18,13 +19,17 @@ from ltx_pipeline.ltx.trainer_config._schema import (
     parse_trainer_config,
     validate_trainer_config,
 )
+from ltx_pipeline.ltx.trainer_config.view import TrainerConfigView, load_config_view, read_config_view
 
 __all__ = [
     "ConfigFinding",
     "LtxTrainerConfig",
+    "TrainerConfigView",
     "data_sources",
     "format_findings",
+    "load_config_view",
     "load_trainer_config_file",
     "parse_trainer_config",
+    "read_config_view",
     "validate_trainer_config",
 ]

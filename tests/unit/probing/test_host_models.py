@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ltx_pipeline.probing.host import HostInfo, probe_host, wandb_credentials_resolve
-from ltx_pipeline.probing.models import TrainerCheck, check_trainer_root
+from ltx_pipeline.probing.trainer_checkout import TrainerCheck, check_trainer_root
 
 SECRET = "wandb-secret-0123456789abcdef0123456789abcdef"
 SHA = "0123456789abcdef0123456789abcdef01234567"

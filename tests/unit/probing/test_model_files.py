@@ -10,13 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from ltx_pipeline.errors import BadInput
-from ltx_pipeline.probing.models import (
-    check_model_path,
-    default_model_dirs,
-    find_model_files,
-    gemma_model_type,
-    safetensors_header,
-)
+from ltx_pipeline.probing.model_files import gemma_model_type, safetensors_header
+from ltx_pipeline.probing.models import check_model_path, default_model_dirs, find_model_files
 from tests.conftest import GEMMA_CONFIG, write_safetensors
 
 LLAMA_MESSAGE = "config.json says model_type 'llama'; LTX-2 needs a Gemma text encoder (model_type gemma3)"

@@ -1,8 +1,7 @@
-"""``RunRequest``: what the user asked for, as options of ``run``/``init`` or as ``run.yaml``.
+"""``RunRequest``, the pydantic model of a run's request: its fields, their checks and the defaults resolved here.
 
-The request is validated once, here, through the LTX rules in ``ltx/`` (modes, buckets), so every
-phase can trust it. ``run.yaml`` is the source of truth for a run's request: editing it is a
-supported way to change a run, and the next ``resume`` re-reads it.
+Each field is checked through the LTX rules in ``ltx/`` (modes, buckets); the package door
+(``ltx_pipeline.request``) builds it from options or ``run.yaml`` and turns its errors into one line each.
 
 Defaults that depend on other fields are resolved here, once (``_RESOLVED_FIELDS``): the attribute holds
 the value every phase uses, while the request's stored form (``run.yaml``, the store, fingerprints) keeps
@@ -39,10 +38,7 @@ launch's ``accelerate launch --num_processes``: the trainer's samples per optimi
 from __future__ import annotations
 
 import io
-import os
 import re
-from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal
 
 import yaml
@@ -53,25 +49,22 @@ from pydantic import (
     ModelWrapValidatorHandler,
     SerializationInfo,
     SerializerFunctionWrapHandler,
-    ValidationError,
     field_validator,
     model_serializer,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
-from ltx_pipeline.errors import BadDataset, BadInputs, BadRequest, LtxPipelineError
+from ltx_pipeline.errors import BadRequest
 from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, parse_buckets
-from ltx_pipeline.ltx.modes import MODES, get_mode
+from ltx_pipeline.ltx.modes import MODES
 from ltx_pipeline.ltx.preparation import DEFAULT_VLLM_URL, CaptionerName, default_captioner
-from ltx_pipeline.workspace import atomic_write, validate_run_name
-from ltx_pipeline.yaml_io import load_yaml
 
-__all__ = ["BACKENDS", "EVAL_ONLY_FIELDS", "RENDEZVOUS_FIELDS", "RunRequest", "build_request", "check_request",
-           "default_run_name", "load_request", "read_request_file", "save_request"]
+__all__ = ["BACKENDS", "DEFAULT_MIXED_BUCKETS", "DEFAULT_SINGLE_BUCKET", "EVAL_ONLY_FIELDS", "RENDEZVOUS_FIELDS",
+           "URL", "RunRequest"]
 
 BACKENDS = ("ltx", "reference", "simulated")
-_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 DEFAULT_SINGLE_BUCKET = "960x544x49"  # the skill's per-mode default proposal
 DEFAULT_MIXED_BUCKETS = "960x544x121;1280x704x81"  # seed 002's mixed example: motion + detail
 #: Request fields only the evaluate phase reads (the plan's fingerprint leaves them out).
@@ -166,7 +159,7 @@ class RunRequest(BaseModel):
                      "holdout_file")
     @classmethod
     def _local_path(cls, value: str | None) -> str | None:
-        if value is not None and _URL.match(value.strip()):
+        if value is not None and URL.match(value.strip()):
             raise ValueError(f"{value!r} is a URL; model and data paths must be local files or folders")
         return value
 
@@ -327,174 +320,3 @@ _OWNED_SBATCH = {
     "--no-requeue": "a requeued job resumes from its checkpoint", "--parsable": "the job id is read from it",
     "--wrap": "the script is the job", "--gpus-per-node": "the plan's processes per node",
 }
-
-
-def build_request(values: dict[str, Any], where: str = "options") -> RunRequest:
-    """Validate raw values into a ``RunRequest``, each problem as one clear line.
-
-    Raises:
-        BadRequest: one problem, with the offending field, what is wrong and how to fix it.
-        BadInputs: several problems, each such a line.
-    """
-    try:
-        return RunRequest(**values)
-    except ValidationError as exc:
-        problems = [_request_problem(err, where) for err in exc.errors()]
-    raise problems[0] if len(problems) == 1 else BadInputs(problems, where)
-
-
-def _request_problem(err: Any, where: str) -> BadRequest:
-    field = ".".join(str(p) for p in err["loc"]) or "request"
-    message = str(err["msg"]).removeprefix("Value error, ")
-    option = "--" + field.replace("_", "-") if where == "options" else f"{where}: {field}"
-    if err["type"] == "extra_forbidden":
-        return BadRequest(f"Unknown request field {field!r}", where=where,
-                          fix="remove it; valid fields are " + ", ".join(RunRequest.model_fields))
-    fix = (err.get("ctx") or {}).get("fix") or _fix_hint(field)  # a validator's own fix, else the field's
-    return BadRequest(message, where=option if field != "request" else where, fix=fix)
-
-
-def check_request(run_name: str | None, values: dict[str, Any], where: str = "options") -> RunRequest:
-    """Every problem of a run's request found at once, before anything of the run is written or changed.
-
-    Used for a new run's options, for options given to an existing run, and for ``run.yaml``.
-
-    The run name, each option (or ``run.yaml`` field), and the shape of the metadata file for the
-    mode asked for are all checked; one problem raises its own error, several raise ``BadInputs``.
-    """
-    problems: list[LtxPipelineError] = []
-    if run_name is not None:
-        try:
-            validate_run_name(run_name)  # "" and reserved names are refused, not replaced by a default
-        except LtxPipelineError as exc:
-            problems.append(exc)
-    request: RunRequest | None = None
-    try:
-        request = build_request(values, where)
-    except BadInputs as exc:
-        problems += exc.problems
-    except BadRequest as exc:
-        problems.append(exc)
-    mode = values.get("mode", "t2v")
-    if values.get("dataset") and mode in MODES:  # the dataset's shape is checked even when options are wrong
-        try:
-            _refuse_unusable_metadata(str(values["dataset"]), str(mode))
-        except BadDataset as exc:
-            problems.append(exc)
-    if len(problems) > 1:
-        raise BadInputs(problems, where)
-    if problems:
-        raise problems[0]
-    assert request is not None  # no problem means the request was built
-    return request
-
-
-def _refuse_unusable_metadata(dataset: str, mode: str) -> None:
-    """Refuse a metadata file the mode's preprocessing cannot use: not a list of rows, required
-    columns missing, or a caption or media path that is not text (a JSON number, list...), all named
-    together. The rows' other contents are the data check's job.
-
-    Raises:
-        BadDataset: with every missing column and every wrongly typed cell of the file, or why it
-            cannot be read as rows.
-    """
-    from ltx_pipeline.ltx.data_check import check_metadata
-
-    path = Path(dataset).expanduser()
-    if not path.is_file() or path.suffix.lower() not in {".csv", ".json", ".jsonl"}:
-        return  # folders, .precomputed and missing paths are classified (and refused) by the probe
-    report = check_metadata(path, get_mode(mode))  # BadDataset when it is not rows
-    missing = [check for check in report.checks if check.code in ("missing-column", "wrong-type")]
-    if missing:
-        raise BadDataset("; ".join(check.message for check in missing), where=str(path.absolute()),
-                         fix="; ".join(dict.fromkeys(check.fix for check in missing if check.fix)))
-
-
-def _fix_hint(field: str) -> str:
-    hints = {
-        "mode": "choose one of " + ", ".join(MODES),
-        "buckets": 'write "WxHxF" buckets joined by ";" (W, H multiples of 32; F = 8k+1)',
-        "model_path": "download the file and give its local path",
-        "text_encoder_path": "download the text encoder and give its local folder",
-        "backend": "choose one of " + ", ".join(BACKENDS),
-        "rank": "give a LoRA rank from 2 to 1024",
-        "headroom": "give a fraction of the GPU's memory to keep free, from 0 up to (not including) 0.5; "
-                    "default 0.05",
-        "steps": "give 1 or more optimizer steps",
-        "learning_rate": "give a learning rate above 0 and at most 1",
-        "captioner": "choose offline, qwen_omni or gemini_flash",
-        "holdout": "give how many samples to hold out (0 for none)",
-        "split_over_s": "give the length in seconds over which a video is split into scenes",
-        "min_scene_s": "give the shortest scene, in seconds",
-        "eval_prompts": "give each evaluation prompt as non-empty text (at most 20)",
-        "nodes": "give how many machines train together (1 or more)",
-        "main_port": "give a free TCP port on the rank-0 machine (default 29500)",
-        "slurm_args": "give each #SBATCH option as --name=value, e.g. --slurm-arg=--partition=gpu",
-        "autotune": "choose on (sweep for the fastest config that fits) or off (the plan's baseline config)",
-        "audio": "choose auto (from the clips' sound), on (audio and video; silent clips left out) or off (video only)",
-        "validation_media": "choose auto (conditions from your rows), without (prompts alone) or none",
-        "trainer_python": "give the python of an environment with ltx-trainer installed, e.g. /path/venv/bin/python",
-    }
-    return hints.get(field, "correct the value and try again")
-
-
-def default_run_name(request: RunRequest, now: datetime | None = None) -> str:
-    """``<mode>-<dataset-name>-<YYYYMMDD-HHMM>``, as the official skill names runs."""
-    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M")
-    dataset = Path(request.dataset)
-    stem = dataset.stem if dataset.suffix else dataset.name
-    if stem in ("", ".precomputed", "dataset"):
-        stem = dataset.parent.name or "dataset"
-    safe = re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-_")[:40] or "dataset"
-    return validate_run_name(f"{request.mode}-{safe}-{stamp}")
-
-
-def save_request(path: Path, request: RunRequest, root: Path) -> None:
-    atomic_write(path, request.to_yaml(), root=root)
-
-
-def load_request(path: Path) -> RunRequest:
-    """Read and validate ``run.yaml``.
-
-    Every problem is reported together: each invalid field, and the metadata file's shape for the
-    mode (a user may edit ``dataset`` or ``mode`` there before ``resume``).
-
-    Raises:
-        BadRequest: missing, unparsable or invalid file, naming the field.
-        BadInputs: several problems, one line each.
-    """
-    return check_request(None, read_request_file(path), where=str(path))
-
-
-def read_request_file(path: Path) -> dict[str, Any]:
-    """The raw fields of a request file, with relative paths resolved against the file's folder.
-
-    Raises:
-        BadRequest: missing, unparsable or not a mapping.
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadRequest(f"Cannot read the run request: {exc.strerror}", where=str(path),
-                         fix="restore run.yaml or start the run again with `ltx-pipeline run`") from None
-    try:
-        data = load_yaml(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark else ""
-        raise BadRequest(f"The run request is not valid YAML{line}", where=str(path),
-                         fix="correct the YAML syntax") from None
-    if not isinstance(data, dict):
-        raise BadRequest("A run request must be a mapping of request fields", where=str(path),
-                         fix="see workspaces/examples/ for the format")
-    for key in _PATH_FIELDS:
-        value = data.get(key)
-        if isinstance(value, str) and value and not _URL.match(value) and not Path(value).expanduser().is_absolute():
-            joined = path.parent / value
-            # A venv's python is a symlink to the base interpreter: resolving it would leave the venv.
-            data[key] = os.path.normpath(joined.absolute()) if key == "trainer_python" else str(joined.resolve())
-    return data
-
-
-_PATH_FIELDS = ("dataset", "trainer_root", "trainer_python", "model_path", "text_encoder_path", "nvidia_smi", "surface",
-                "holdout_file")
