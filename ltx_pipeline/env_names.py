@@ -48,7 +48,7 @@ HOST_ID_ENV = "LTX_PIPELINE_HOST_ID"
 SLURM_POLL_ENV = "LTX_PIPELINE_SLURM_POLL_S"
 # A folder of model files searched before the usual places (probing/models.py; an input of probe's fingerprint).
 MODELS_DIR_ENV = "LTX_MODELS_DIR"
-# The LTX-2 checkout when --trainer-root is not given (probing/models.py, backends, cli config tools).
+# The LTX-2 checkout when --trainer-root is not given (probing/trainer_checkout.py, backends, cli config tools).
 LTX2_ROOT_ENV = "LTX2_ROOT"
 # Steps between the reference trainer's log lines (reference_trainer/loop.py; the demo and autotune trials lower it).
 REFERENCE_LOG_EVERY_ENV = "LTX_REFERENCE_LOG_EVERY"

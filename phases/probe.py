@@ -26,7 +26,8 @@ from ltx_pipeline.probing import Finding, to_plain
 from ltx_pipeline.probing.dataset import classify_dataset, media_rows, read_clips
 from ltx_pipeline.probing.gpus import GpuProbe, assumed_probe, describe_gpus, planned_gpu, probe_gpus
 from ltx_pipeline.probing.host import probe_host
-from ltx_pipeline.probing.models import check_model_path, check_trainer_root, default_model_dirs, find_model_files
+from ltx_pipeline.probing.models import check_model_path, default_model_dirs, find_model_files
+from ltx_pipeline.probing.trainer_checkout import check_trainer_root
 from ltx_pipeline.probing.trainer_python import check_trainer_python
 from ltx_pipeline.request import RunRequest
 from ltx_pipeline.smoke.finding import smoke_finding, smoke_record_file

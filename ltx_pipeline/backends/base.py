@@ -121,8 +121,8 @@ class Capabilities:
         runs_real_trainer: it drives the official LTX-2 trainer, so it needs that checkout, the model's files
             and the smoke test (``ltx``); the toy and simulated trainers bring their own.
         needs_gpu: its training needs a CUDA GPU on the machine that runs it (the toy trainer runs on a CPU).
-        uses_real_files: its commands read and write the files a config names, so paths must exist and
-            preprocessing really runs (the simulated trainer only pretends).
+        uses_real_files: its commands read and write the files a config names, so paths must exist,
+            preprocessing really runs and validation writes sample files (the simulated trainer only pretends).
         simulated_gpu: the GPU a cost surface stands in for, as an ``--assume-gpu`` spec
             (``NAME,MEMORY_MIB,COUNT``): the probe plans for it instead of probing, and the surface file decides
             what autotune's trials measure (``simulated``); None where training meets real hardware.

@@ -32,7 +32,7 @@ from ltx_pipeline.backends.launch import (
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, load_trainer_config_file, validate_trainer_config
 from ltx_pipeline.probing.gpus import cuda_present
-from ltx_pipeline.probing.models import check_trainer_root
+from ltx_pipeline.probing.trainer_checkout import check_trainer_root
 from ltx_pipeline.probing.trainer_python import TRAINER_SIDE, read_only_env
 
 __all__ = ["LtxBackend"]

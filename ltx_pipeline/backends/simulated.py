@@ -29,8 +29,6 @@ class SimulatedBackend:
     checkout_root: Path | None = None
     description = "simulated (a cost surface stands in for the trainer; nothing is trained)"
     heavy_prerequisites: tuple[str, ...] = ()
-    #: Its validation passes cost time and memory but write no sample files (there is no model to render).
-    renders_samples = False
 
     def __init__(self, surface_path: Path) -> None:
         self.surface_path = surface_path.expanduser().resolve()

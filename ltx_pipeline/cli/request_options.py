@@ -4,7 +4,7 @@
 fields the user actually gave (None means "not given", so run.yaml's value stands): local paths
 made absolute, so run.yaml means the same from any directory, and nothing else changed. Every
 option travels under the request field of the same name (``--captioner`` as ``captioner``,
-``--effective-batch`` as ``effective_batch``); ``request.py`` validates them and resolves defaults.
+``--effective-batch`` as ``effective_batch``); ``request/`` validates them and resolves defaults.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Kept light for ``--help`` (under 0.2 s, ``benchmarks/bench_status.py``): the modes come from their one
 source, ``ltx.modes`` (standard library only); the other lists and defaults live in modules that load
-pydantic or the planner (``request.py``, ``ltx.recipe``, ``ltx.preparation``), so they are spelled here
+pydantic or the planner (``request/``, ``ltx.recipe``, ``ltx.preparation``), so they are spelled here
 and ``tests/cli/test_run_help.py`` pins each one to its source, failing the day they differ. Choices are
 shown as click shows a ``Choice`` (``[a|b|c]``) while the values are still checked by the request, which
 reports every problem of a request at once (run.yaml included). Options left out keep run.yaml's value for

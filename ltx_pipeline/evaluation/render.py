@@ -112,12 +112,12 @@ class EvalRenderer:
                  poll_s: float = 0.2) -> None:
         self.backend, self.journal, self.workspace = backend, journal, workspace
         self.narrate, self.poll_s = narrate, poll_s
-        self.renders_samples = bool(getattr(backend, "renders_samples", True))
+        self.renders_samples = backend.capabilities.uses_real_files
 
     def render(self, job: EvalJob) -> dict[str, Any]:
         """Render what is missing; returns {"renders": [...], "retried_dims": dims or None}.
 
-        A backend whose validation writes no files (``renders_samples = False``: simulated) is
+        A backend whose validation writes no files (not ``capabilities.uses_real_files``: simulated) is
         launched once, for its cost and failures; its renders are listed with ``file: None``.
 
         Raises:

@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 
 from ltx_pipeline.backends.ltx import LtxBackend
-from ltx_pipeline.probing.models import check_trainer_root
+from ltx_pipeline.probing.trainer_checkout import check_trainer_root
 from ltx_pipeline.smoke.cache import smoke_key
 
 __all__ = ["smoke_command", "smoke_identity"]

@@ -43,7 +43,7 @@ from ltx_pipeline.ltx.model_files import (
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, format_findings, load_trainer_config_file
 from ltx_pipeline.outputs.data_check import DataCheckOutputs, DataStage
 from ltx_pipeline.outputs.probe import ProbeOutputs
-from ltx_pipeline.probing.models import safetensors_header
+from ltx_pipeline.probing.model_files import safetensors_header
 from ltx_pipeline.yaml_io import load_yaml
 
 if TYPE_CHECKING:
