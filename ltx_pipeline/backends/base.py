@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, get_args, runtime_ch
 
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.launch_plan import Distributed
+from ltx_pipeline.ltx.precomputed_layout import PreprocessScript
 
 if TYPE_CHECKING:
     from ltx_pipeline.ltx.trainer_config import ConfigFinding
 
 __all__ = ["Capabilities", "DEFAULT_MAIN_PORT", "DISTRIBUTED_MODES", "MIRRORED_TRAINER_VERSION", "MIRROR_VALIDATOR",
-           "Distributed", "LaunchSpec", "MakesBaseWeights", "Nodes", "TrainerBackend", "is_distributed",
-           "is_secret_name", "redact_env"]
+           "Distributed", "LaunchSpec", "MakesBaseWeights", "Nodes", "PreprocessScript", "TrainerBackend",
+           "is_distributed", "is_secret_name", "redact_env"]
 
 DISTRIBUTED_MODES: tuple[str, ...] = get_args(Distributed)
 #: The ltx-trainer release whose config schema ``ltx_pipeline.ltx.trainer_config`` mirrors.
@@ -184,8 +185,11 @@ class TrainerBackend(Protocol):
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
                            text_encoder_path: str, trigger: str | None = None,
-                           extra_flags: Sequence[str] = ()) -> LaunchSpec:
-        """The command that preprocesses ``dataset`` into ``output_dir`` (never with --overwrite)."""
+                           extra_flags: Sequence[str] = (), script: PreprocessScript = "dataset") -> LaunchSpec:
+        """The command that preprocesses ``dataset`` into the ``.precomputed`` root ``output_dir`` (never with
+        --overwrite): the whole of it (``dataset``), or only its video latents and their sound (``videos``) or
+        only its text conditions (``captions``), the trainer's own split scripts. ``extra_flags`` are given as
+        ``process_dataset.py`` takes them, whichever script runs (``preprocess_scripts``)."""
         ...
 
     def train_command(self, config_path: Path, *, num_processes: int = 1, distributed: Distributed = "none",

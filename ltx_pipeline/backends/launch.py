@@ -13,7 +13,8 @@ from pathlib import Path
 from ltx_pipeline.backends.base import Distributed, Nodes
 from ltx_pipeline.errors import BadInput
 
-__all__ = ["LOG_ENV", "accelerate_args", "accelerate_config_name", "check_processes", "preprocess_args"]
+__all__ = ["LOG_ENV", "accelerate_args", "accelerate_config_name", "check_processes", "preprocess_args",
+           "refuse_overwrite"]
 
 LOG_ENV = {"PYTHONUNBUFFERED": "1", "COLUMNS": "500"}
 _CONFIG_FILES = {"ddp": "ddp.yaml", "ddp-compile": "ddp_compile.yaml", "fsdp": "fsdp.yaml",
@@ -60,6 +61,17 @@ def accelerate_args(num_processes: int, config_file: str | None, *, cpu: bool = 
     return args
 
 
+def refuse_overwrite(extra_flags: Sequence[str]) -> None:
+    """Refuse ``--overwrite``: existing data is never overwritten by the engine, whichever script preprocesses.
+
+    Raises:
+        BadInput: it was asked for.
+    """
+    if "--overwrite" in extra_flags:
+        raise BadInput("The engine never passes --overwrite to preprocessing", where="preprocess",
+                       fix="preprocess into a new folder instead")
+
+
 def preprocess_args(dataset: Path, buckets: str, output_dir: Path, *, model_path: str, text_encoder_path: str,
                     trigger: str | None, extra_flags: Sequence[str]) -> list[str]:
     """The arguments of ``process_dataset.py`` (and the toy's preprocess), never with ``--overwrite``.
@@ -67,9 +79,7 @@ def preprocess_args(dataset: Path, buckets: str, output_dir: Path, *, model_path
     Raises:
         BadInput: ``--overwrite`` was asked for; existing data is never overwritten by the engine.
     """
-    if "--overwrite" in extra_flags:
-        raise BadInput("The engine never passes --overwrite to preprocessing", where="preprocess",
-                       fix="preprocess into a new folder instead")
+    refuse_overwrite(extra_flags)
     args = [str(dataset.resolve()), "--resolution-buckets", buckets, "--model-path", model_path,
             "--text-encoder-path", text_encoder_path, "--output-dir", str(output_dir.resolve())]
     if trigger:

@@ -21,14 +21,16 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Capabilities, Distributed, LaunchSpec, Nodes
-from ltx_pipeline.backends.launch import (
-    LOG_ENV,
-    accelerate_args,
-    accelerate_config_name,
-    check_processes,
-    preprocess_args,
+from ltx_pipeline.backends.base import (
+    MIRROR_VALIDATOR,
+    Capabilities,
+    Distributed,
+    LaunchSpec,
+    Nodes,
+    PreprocessScript,
 )
+from ltx_pipeline.backends.launch import LOG_ENV, accelerate_args, accelerate_config_name, check_processes
+from ltx_pipeline.backends.preprocess_scripts import SCRIPT_FILES, script_args
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, load_trainer_config_file, validate_trainer_config
 from ltx_pipeline.probing.gpus import cuda_present
@@ -152,14 +154,13 @@ class LtxBackend:
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
                            text_encoder_path: str, trigger: str | None = None,
-                           extra_flags: Sequence[str] = ()) -> LaunchSpec:
+                           extra_flags: Sequence[str] = (), script: PreprocessScript = "dataset") -> LaunchSpec:
         flags = list(extra_flags)
         if "--device" not in flags and not cuda_present():
-            flags += ["--device", "cpu"]  # the script defaults to cuda (facts: CPU blocker 4)
-        argv = self.trainer_run("python", "scripts/process_dataset.py",
-                                *preprocess_args(dataset, buckets, output_dir, model_path=model_path,
-                                                 text_encoder_path=text_encoder_path, trigger=trigger,
-                                                 extra_flags=flags))
+            flags += ["--device", "cpu"]  # every script defaults to cuda (facts: CPU blocker 4)
+        argv = self.trainer_run("python", f"scripts/{SCRIPT_FILES[script]}",
+                                *script_args(script, dataset, buckets, output_dir, model_path=model_path,
+                                             text_encoder_path=text_encoder_path, trigger=trigger, extra_flags=flags))
         return LaunchSpec(tuple(argv), self.trainer_dir, dict(LOG_ENV))
 
     def validator(self, *, relaxed_paths: bool = False) -> str:

@@ -14,8 +14,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Capabilities, Distributed, LaunchSpec, Nodes
-from ltx_pipeline.backends.launch import LOG_ENV, accelerate_args, check_processes, preprocess_args
+from ltx_pipeline.backends.base import (
+    MIRROR_VALIDATOR,
+    Capabilities,
+    Distributed,
+    LaunchSpec,
+    Nodes,
+    PreprocessScript,
+)
+from ltx_pipeline.backends.launch import LOG_ENV, accelerate_args, check_processes
+from ltx_pipeline.backends.preprocess_scripts import script_args
 from ltx_pipeline.env_names import REFERENCE_CAPACITY_ENV as CAPACITY_ENV
 from ltx_pipeline.env_names import REFERENCE_SCALE_ENV as SCALE_ENV
 from ltx_pipeline.errors import BadInput
@@ -24,6 +32,11 @@ from ltx_pipeline.ltx.trainer_config import ConfigFinding, load_trainer_config_f
 __all__ = ["ReferenceBackend"]
 
 TEMPLATES = Path(__file__).resolve().parent / "reference_configs"
+#: The toy's module for each of the trainer's preprocessing scripts.
+_TOY_SCRIPTS: dict[PreprocessScript, str] = {"dataset": "preprocess", "videos": "process_videos",
+                                             "captions": "process_captions"}
+
+
 class ReferenceBackend:
     """The toy trainer in ``ltx_pipeline.reference_trainer``.
 
@@ -86,10 +99,12 @@ class ReferenceBackend:
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
                            text_encoder_path: str, trigger: str | None = None,
-                           extra_flags: Sequence[str] = ()) -> LaunchSpec:
-        argv = [sys.executable, "-m", "ltx_pipeline.reference_trainer.preprocess",
-                *preprocess_args(dataset, buckets, output_dir, model_path=model_path,
-                                 text_encoder_path=text_encoder_path, trigger=trigger, extra_flags=extra_flags)]
+                           extra_flags: Sequence[str] = (), script: PreprocessScript = "dataset") -> LaunchSpec:
+        """The toy's ``preprocess`` (its ``process_dataset.py``), ``process_videos`` or ``process_captions``,
+        with the real scripts' arguments."""
+        argv = [sys.executable, "-m", f"ltx_pipeline.reference_trainer.{_TOY_SCRIPTS[script]}",
+                *script_args(script, dataset, buckets, output_dir, model_path=model_path,
+                             text_encoder_path=text_encoder_path, trigger=trigger, extra_flags=extra_flags)]
         return LaunchSpec(tuple(argv), dataset.resolve().parent, dict(LOG_ENV))
 
     def base_weights(self, folder: Path, seed: int = 0) -> Path:

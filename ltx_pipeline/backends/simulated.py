@@ -11,7 +11,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ltx_pipeline.backends.base import MIRROR_VALIDATOR, Capabilities, Distributed, LaunchSpec, Nodes
+from ltx_pipeline.backends.base import (
+    MIRROR_VALIDATOR,
+    Capabilities,
+    Distributed,
+    LaunchSpec,
+    Nodes,
+    PreprocessScript,
+)
 from ltx_pipeline.backends.launch import LOG_ENV, check_processes
 from ltx_pipeline.backends.surface import CostSurface, load_surface
 from ltx_pipeline.errors import BadInput
@@ -69,6 +76,7 @@ class SimulatedBackend:
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
                            text_encoder_path: str, trigger: str | None = None,
-                           extra_flags: Sequence[str] = ()) -> LaunchSpec:
+                           extra_flags: Sequence[str] = (), script: PreprocessScript = "dataset") -> LaunchSpec:
+        """Refused, whichever script: the simulated trainer reads no data."""
         raise BadInput("The simulated backend has no preprocessing", where="--backend simulated",
                        fix="use --backend reference to preprocess toy data, or ltx for real data")

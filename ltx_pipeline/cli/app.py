@@ -25,6 +25,7 @@ from ltx_pipeline.cli import (
     workflow,
 )
 from ltx_pipeline.cli.bench import bench_app
+from ltx_pipeline.cli.cache import cache_app
 from ltx_pipeline.cli.help_panels import PanelCommand
 from ltx_pipeline.store.location import STORE_ENV
 
@@ -74,3 +75,4 @@ app.command("smoke")(smoke.smoke)
 app.command("diagnose")(diagnose.diagnose)
 app.command("ui")(ui.ui)
 app.add_typer(bench_app, name="bench")
+app.add_typer(cache_app, name="cache")

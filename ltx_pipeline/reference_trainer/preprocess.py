@@ -11,7 +11,8 @@ base model (``--model-path``). Bucket choice, skipping of clips shorter than the
 of unreadable files (the real script's ``Skipping video at <path> - has N frames, ...`` and
 ``Failed to read video at <path>: <why>`` lines), output naming, never
 overwriting without ``--overwrite``, atomic ``.pt.tmp.<pid>`` writes and bucket errors (exit 2)
-follow facts §6.1-§6.3.
+follow facts §6.1-§6.3. Its two halves, ``process_videos`` (latents and their sound) and ``process_captions``
+(conditions), are the trainer's split scripts: together they write these same files, byte for byte.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "parse_buckets"]
+__all__ = ["Encoding", "buckets_or_exit", "caption_payload", "check_paths", "main", "parse_buckets",
+           "read_metadata", "toy_encoding", "video_payloads", "write_payloads"]
 
 CAPTION_COLUMNS = ("caption", "text", "prompt")
 VIDEO_COLUMNS = ("video", "media_path", "video_path")
@@ -49,7 +51,7 @@ def parse_buckets(text: str) -> list[tuple[int, int, int]]:
     return buckets
 
 
-def _read_metadata(path: Path) -> list[dict]:
+def read_metadata(path: Path) -> list[dict]:
     if path.suffix == ".csv":
         with open(path, newline="", encoding="utf-8") as handle:
             return list(csv.DictReader(handle))
@@ -120,42 +122,57 @@ def main(argv: list[str] | None = None) -> int:
     """Preprocess the dataset; returns the exit code (2 for usage errors)."""
     parser = _parser()
     args = parser.parse_args(argv)
-    try:
-        buckets = parse_buckets(args.resolution_buckets) if args.resolution_buckets else []
-    except BucketError as error:
-        parser.error(f"Invalid value for '--resolution-buckets': {error}")
-    for option, path in (("--model-path", args.model_path), ("--text-encoder-path", args.text_encoder_path),
-                         ("DATASET_PATH", args.dataset_path)):
-        if not path.exists():
-            parser.error(f"{option} does not exist: {path}")
-    from ltx_pipeline.reference_trainer.data import caption_salt
-    from ltx_pipeline.reference_trainer.model import read_architecture
-
-    arch = read_architecture(args.model_path)
-    rows = _read_metadata(args.dataset_path)
-    dataset = _Dataset(args, args.dataset_path.parent, buckets, *_columns(rows, args, buckets), arch,
-                       caption_salt(arch))
+    buckets = buckets_or_exit(parser, args.resolution_buckets)
+    check_paths(parser, ("--model-path", args.model_path), ("--text-encoder-path", args.text_encoder_path),
+                ("DATASET_PATH", args.dataset_path))
+    rows = read_metadata(args.dataset_path)
+    caption_col, video_col = _columns(rows, args, buckets)
+    dataset = toy_encoding(args.model_path, args.dataset_path.parent, buckets, caption_col, video_col,
+                           trigger=args.lora_trigger, audio=not args.skip_audio)
     out = args.output_dir or dataset.dir / ".precomputed"
     print(f"Reference preprocessing (toy encoders from {args.model_path}, NOT LTX-2): {len(rows)} media files, "
           f"buckets {args.resolution_buckets} -> {out}")
     counts = {"latents": 0, "conditions": 0, "audio_latents": 0, "existing": 0, "skipped": 0}
     for row in rows:
-        sample = _payloads(row, dataset)
+        sample = video_payloads(row, dataset)
         if sample is None:
             counts["skipped"] += 1
             continue
         name, targets = sample
-        for folder, payload in targets.items():
-            path = out / folder / name
-            if path.exists() and not args.overwrite:
-                counts["existing"] += 1
-                continue
-            _save(payload, path)
-            counts[folder] += 1
+        targets = {"latents": targets["latents"], "conditions": caption_payload(row, dataset)[1],
+                   **{k: v for k, v in targets.items() if k != "latents"}}
+        write_payloads({folder: out / folder for folder in targets}, name, targets, args.overwrite, counts)
     print(f"✅ Wrote {counts['latents']} latents, {counts['conditions']} conditions, "
           f"{counts['audio_latents']} audio latents to {out}; kept {counts['existing']} existing files; "
           f"skipped {counts['skipped']} media files")
     return 0
+
+
+def buckets_or_exit(parser: argparse.ArgumentParser, text: str | None) -> list[tuple[int, int, int]]:
+    """The parsed buckets; a bucket breaking the VAE's rules is a usage error (exit 2), as typer's BadParameter."""
+    try:
+        return parse_buckets(text) if text else []
+    except BucketError as error:
+        parser.error(f"Invalid value for '--resolution-buckets': {error}")
+
+
+def check_paths(parser: argparse.ArgumentParser, *named: tuple[str, Path]) -> None:
+    """A usage error (exit 2) for the first path that does not exist."""
+    for option, path in named:
+        if not path.exists():
+            parser.error(f"{option} does not exist: {path}")
+
+
+def write_payloads(folders: dict[str, Path], name: Path, targets: dict[str, dict], overwrite: bool,
+                   counts: dict[str, int]) -> None:
+    """Save each payload as ``folders[folder] / name``, keeping an existing file unless ``overwrite``."""
+    for folder, payload in targets.items():
+        path = folders[folder] / name
+        if path.exists() and not overwrite:
+            counts["existing"] += 1
+            continue
+        _save(payload, path)
+        counts[folder] += 1
 
 
 def _columns(rows: list[dict], args: argparse.Namespace, buckets: list[tuple[int, int, int]]) -> tuple[str, str]:
@@ -174,24 +191,48 @@ def _columns(rows: list[dict], args: argparse.Namespace, buckets: list[tuple[int
 
 
 @dataclass(frozen=True)
-class _Dataset:
-    """What every row is encoded with: the options, the metadata's folder, the buckets, its columns, the toy model."""
+class Encoding:
+    """What every row is encoded with: the metadata's folder, the buckets, its columns, the toy model, the
+    trigger prepended to captions and whether a clip's sound is encoded."""
 
-    args: argparse.Namespace
     dir: Path
     buckets: list[tuple[int, int, int]]
     caption_col: str
     video_col: str
     arch: Any
     salt: Any
+    trigger: str | None
+    audio: bool
 
 
-def _payloads(row: dict, dataset: _Dataset) -> tuple[Path, dict[str, dict]] | None:
-    """One row's output name and its payloads by folder; None, said as the trainer says it, for a skipped file."""
+def toy_encoding(model_path: Path, folder: Path, buckets: list[tuple[int, int, int]], caption_col: str,
+                 video_col: str, *, trigger: str | None, audio: bool) -> Encoding:
+    """The ``Encoding`` of the toy base model at ``model_path``."""
+    from ltx_pipeline.reference_trainer.data import caption_salt
+    from ltx_pipeline.reference_trainer.model import read_architecture
+
+    arch = read_architecture(model_path)
+    return Encoding(folder, buckets, caption_col, video_col, arch, caption_salt(arch), trigger, audio)
+
+
+def caption_payload(row: dict, dataset: Encoding) -> tuple[Path, dict]:
+    """One row's conditions file name (after its media, as ``process_captions.py``) and its payload."""
+    from ltx_pipeline.reference_trainer.data import encode_caption
+
+    caption = str(row[dataset.caption_col])
+    if dataset.trigger:
+        caption = f"{dataset.trigger.strip()} {caption}"
+    embeds, mask = encode_caption(caption, dataset.arch.text_len, dataset.arch.text_dim, dataset.salt)
+    payload = {"video_prompt_embeds": embeds, "prompt_attention_mask": mask, "audio_prompt_embeds": embeds.clone()}
+    return _output_name(Path(row[dataset.video_col]), dataset.dir), payload
+
+
+def video_payloads(row: dict, dataset: Encoding) -> tuple[Path, dict[str, dict]] | None:
+    """One row's output name and its latents (and audio latents); None, said as the trainer says it, for a
+    skipped file."""
     import torch
 
     from ltx_pipeline.ltx.media import BadMedia, decode_audio, decode_video, read_media_info
-    from ltx_pipeline.reference_trainer.data import encode_caption
     from ltx_pipeline.reference_trainer.vae import AUDIO_RATE, encode, encode_audio
 
     media = Path(row[dataset.video_col])
@@ -209,19 +250,9 @@ def _payloads(row: dict, dataset: _Dataset) -> tuple[Path, dict[str, dict]] | No
         return None
     frames, height, width = bucket
     latent_shape = (128, (frames - 1) // 8 + 1, height // 32, width // 32)  # encode's grid
-    caption = str(row[dataset.caption_col])
-    if dataset.args.lora_trigger:
-        caption = f"{dataset.args.lora_trigger.strip()} {caption}"
-    embeds, mask = encode_caption(caption, dataset.arch.text_len, dataset.arch.text_dim, dataset.salt)
-    targets = {
-        "latents": {
-            "latents": encode(pixels).to(torch.bfloat16),
-            "num_frames": latent_shape[1], "height": latent_shape[2], "width": latent_shape[3],
-            "fps": info.fps or 24.0},
-        "conditions": {"video_prompt_embeds": embeds, "prompt_attention_mask": mask,
-                       "audio_prompt_embeds": embeds.clone()},
-    }
-    if info.has_audio and not dataset.args.skip_audio:
+    targets = {"latents": {"latents": encode(pixels).to(torch.bfloat16), "num_frames": latent_shape[1],
+                           "height": latent_shape[2], "width": latent_shape[3], "fps": info.fps or 24.0}}
+    if info.has_audio and dataset.audio:
         duration = frames / (info.fps or 24.0)
         steps = max(1, round(duration * 25))
         try:
