@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "HEARTBEAT_ENV",
     "HOST_ID_ENV",
+    "LATENT_CACHE_ENV",
     "LTX2_ROOT_ENV",
     "MODELS_DIR_ENV",
     "NVIDIA_SMI_ENV",
@@ -32,6 +33,9 @@ WORKSPACE_ENV = "LTX_PIPELINE_WORKSPACE"
 # The store's URL or SQLite path, overriding <workspace>/ltx-pipeline.db (store/location.py, cli --store,
 # the process supervisor and SLURM job scripts, which inherit it).
 STORE_ENV = "LTX_PIPELINE_STORE"
+# The latent cache runs fill and assemble their .precomputed from (preprocessing/cache_plan.py): a folder, e.g.
+# one a team shares, instead of <workspace>/cache/latents; "off" preprocesses every stage whole, as before the cache.
+LATENT_CACHE_ENV = "LTX_PIPELINE_LATENT_CACHE"
 # The nvidia-smi executable to use instead of the one on PATH (probing/gpus.py; tests replay captured output).
 NVIDIA_SMI_ENV = "LTX_PIPELINE_NVIDIA_SMI"
 # The dashboard's token (cli/ui.py, as --token): from the environment it stays out of `ps`, where other local users

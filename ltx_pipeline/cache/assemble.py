@@ -92,6 +92,7 @@ def link_entry(source: Path, dest: Path) -> LinkKind:
                 shutil.copyfile(source, tmp)
                 how = LinkKind.COPY
         os.replace(tmp, dest)
+        tmp.unlink(missing_ok=True)  # dest was already a link to this file: rename() did nothing (POSIX)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -10,6 +10,9 @@ is verified first and reused only when its identity and samples match. A folder 
 made with another identity (or with none recorded) is the engine's to replace: the autotune
 scratch copy under ``overfit/`` is deleted, a stage's folder is moved aside to
 ``<folder>.stale-<digest>``, and preprocessing starts fresh; a folder outside the run is refused.
+A run's own folder whose rows the latent cache can key (``cache_plan``) is assembled from the cache
+(``from_cache``): only the missing files are encoded, each by the narrowest of the trainer's three scripts;
+any other is preprocessed whole by ``process_dataset``, as before the cache.
 Afterwards the output is reconciled against the metadata: a preprocessing that exited 0 but wrote
 fewer samples than rows fails with expected/wrote and each left-out file with the reason from its log
 (clips too short for every bucket, which the data check named before approval, are only narrated);
@@ -28,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.backends.base import MakesBaseWeights
-from ltx_pipeline.errors import BadDataset, BadInput, PhaseFailed, RunFailed
+from ltx_pipeline.errors import BadDataset, BadInput, PhaseFailed
 from ltx_pipeline.ltx.buckets import Bucket, format_buckets
 from ltx_pipeline.ltx.data_check import (
     Check,
@@ -44,7 +47,11 @@ from ltx_pipeline.ltx.metadata import read_metadata_rows, reference_audio_names
 from ltx_pipeline.ltx.modes import Mode
 from ltx_pipeline.ltx.precomputed import inspect_precomputed
 from ltx_pipeline.outputs.probe import ProbeOutputs
-from ltx_pipeline.trainer_log import MediaSkipped, parse_lines, read_tail
+from ltx_pipeline.preprocessing.cache_plan import plan_stage
+from ltx_pipeline.preprocessing.from_cache import Encode, fill_from_cache
+from ltx_pipeline.preprocessing.reconcile import reconcile_written as _reconcile_written
+from ltx_pipeline.preprocessing.reconcile import skipped_in as _skipped_in
+from ltx_pipeline.trainer_log import read_tail
 from ltx_pipeline.workspace import atomic_write, ensure_inside
 
 if TYPE_CHECKING:
@@ -152,24 +159,22 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
                                   model_path, text_encoder_path)
         if reused is not None:
             return reused
-    ctx.narrate(f"Preprocessing {metadata_file.name} at {bucket_text} into {output_dir} "
-                "(resolution-specific latents; this can take a while on large datasets).")
-    spec = ctx.backend.preprocess_command(metadata_file, bucket_text, output_dir, model_path=model_path,
-                                          text_encoder_path=text_encoder_path, trigger=ctx.request.trigger,
-                                          extra_flags=extra_flags)
-    _record(ctx, output_dir, identity)  # first: an interrupted folder is resumed with the same identity
     log = ctx.paths.logs / "preprocess.log"
     offset = log.stat().st_size if log.exists() else 0  # the log is appended: read only this run's part
-    handle = ctx.journal.run_to_end("preprocess", stage, spec, log)
-    record = handle.exit()
-    if record is None or record["exit_code"] != 0:
-        tail = " | ".join(line.strip() for line in read_tail(log, 3) if line.strip())
-        raise PhaseFailed(ctx.phase, 0, f"preprocessing failed ({'killed' if record is None else record})"
-                          f": {tail}", str(log))
+    plan = plan_stage(ctx, mode=mode, metadata_file=metadata_file, buckets=buckets, extra_flags=extra_flags,
+                      files=model_files(ctx.workspace, model_path, text_encoder_path)) \
+        if _inside(output_dir, ctx.paths.root) else None  # a folder outside the run is never assembled
+    encode = Encode(metadata_file, bucket_text, model_path, text_encoder_path, extra_flags, stage, log, _load)
+    if plan is None:
+        _preprocess_whole(ctx, output_dir, identity, encode)
+    else:
+        _record(ctx, output_dir, identity)  # first: an interrupted folder is resumed with the same identity
+        fill_from_cache(ctx, plan, output_dir, encode)
     _align_reference_audio(ctx, output_dir, metadata_file, mode)
     report = inspect_precomputed(output_dir, mode, list(buckets), load=_load, metadata_media=media,
                                  metadata_dir=metadata_file.parent)
-    _reconcile_written(ctx, report, media, metadata_file.parent, mode, buckets, _skipped_in(log, offset), log)
+    skipped = [*(plan.skipped if plan is not None else ()), *_skipped_in(log, offset)]
+    _reconcile_written(ctx, report, media, metadata_file.parent, mode, buckets, skipped, log)
     for check in report.checks:
         if check.severity == "warning":
             ctx.warn(check.line())
@@ -178,6 +183,21 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
         raise BadDataset(f"Preprocessed data failed its check: {first.message}", where=str(output_dir),
                          fix=first.fix or "see logs/preprocess.log")
     return {**_summary(report, reused=False), "data_identity": identity["digest"]}
+
+
+def _preprocess_whole(ctx: Any, output_dir: Path, identity: dict[str, Any], encode: Encode) -> None:
+    """Run ``process_dataset`` over the whole metadata into ``output_dir`` (a stage the cache cannot key)."""
+    ctx.narrate(f"Preprocessing {encode.metadata_file.name} at {encode.bucket_text} into {output_dir} "
+                "(resolution-specific latents; this can take a while on large datasets).")
+    spec = ctx.backend.preprocess_command(encode.metadata_file, encode.bucket_text, output_dir,
+                                          model_path=encode.model_path, text_encoder_path=encode.text_encoder_path,
+                                          trigger=ctx.request.trigger, extra_flags=encode.extra_flags)
+    _record(ctx, output_dir, identity)  # first: an interrupted folder is resumed with the same identity
+    record = ctx.journal.run_to_end("preprocess", encode.stage, spec, encode.log).exit()
+    if record is None or record["exit_code"] != 0:
+        tail = " | ".join(line.strip() for line in read_tail(encode.log, 3) if line.strip())
+        raise PhaseFailed(ctx.phase, 0, f"preprocessing failed ({'killed' if record is None else record})"
+                          f": {tail}", str(encode.log))
 
 
 def _align_reference_audio(ctx: Any, output_dir: Path, metadata_file: Path, mode: Mode) -> None:
@@ -211,66 +231,6 @@ def link_reference_audio(mode: Mode, metadata_file: Path, output_dir: Path) -> i
                 shutil.copy2(written, wanted)
             linked += 1
     return linked
-
-
-def _skipped_in(log: Path, offset: int) -> list[MediaSkipped]:
-    """The files this preprocessing run said it left out (its part of the appended log)."""
-    try:
-        with log.open("rb") as handle:
-            handle.seek(offset)
-            text = handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return []
-    return [event for event in parse_lines(text.splitlines()) if isinstance(event, MediaSkipped)]
-
-
-def _reconcile_written(ctx: Any, report: Any, media: list[str], media_dir: Path, mode: Mode,
-                       buckets: tuple[Bucket, ...], skipped: list[MediaSkipped], log: Path) -> None:
-    """Fail when a preprocessing that exited 0 wrote fewer samples than it was given, except for the
-    clips too short for every bucket: the data check named those before the plan was approved, so
-    losing them is the user's choice (they are still named here, with the log's reason).
-
-    Raises:
-        RunFailed: nothing written, or a clip left out for any other reason (unreadable, no reason
-            in the log): expected N, wrote M, each file with why.
-    """
-    primary = "latents" if mode.video_media else "audio_latents"
-    missing = list(report.dropped.get(primary, ()))
-    if report.counts.get(primary, 0) == 0:
-        missing = list(media)
-    if not missing:
-        return
-    reasons = _reasons_by_clip(skipped, media_dir)
-    smallest = min(bucket.frames for bucket in buckets) if buckets else 0
-    why = {clip: reasons.get(_clip_key(clip, media_dir)) or reasons.get(Path(clip).name) for clip in missing}
-    foreseen = {clip for clip, reason in why.items() if reason and "fewer than the smallest bucket" in reason}
-    wrote = len(media) - len(missing)
-    if wrote > 0 and len(foreseen) == len(missing):
-        ctx.narrate(f"Preprocessing left out {len(missing)} clip(s) shorter than the smallest bucket "
-                    f"({smallest} frames), as the data check said: "
-                    f"{'; '.join(f'{Path(c).name} ({why[c]})' for c in missing[:10])}")
-        return
-    listed = "; ".join(f"{Path(clip).name} ({why[clip] or 'no reason in the log'})" for clip in missing[:10])
-    more = f"; and {len(missing) - 10} more" if len(missing) > 10 else ""
-    raise RunFailed(
-        f"Preprocessing exited 0 but wrote {wrote} of {len(media)} sample(s) into {report.root}; left out: "
-        f"{listed}{more}", where=str(log),
-        fix="fix or remove the files named (re-encode unreadable ones, e.g. with PyAV), then run "
-            "`ltx-pipeline resume`; clips too short for the bucket need a smaller or an extra shorter bucket")
-
-
-def _clip_key(clip: str, media_dir: Path) -> str:
-    path = Path(clip)
-    return str((path if path.is_absolute() else media_dir / path).resolve())
-
-
-def _reasons_by_clip(skipped: list[MediaSkipped], media_dir: Path) -> dict[str, str]:
-    """Skip reasons keyed by resolved path and by file name (logs print paths either way)."""
-    reasons: dict[str, str] = {}
-    for event in skipped:
-        reasons[_clip_key(event.path, media_dir)] = event.reason
-        reasons.setdefault(Path(event.path).name, event.reason)
-    return reasons
 
 
 def _verify_existing(ctx: Any, output_dir: Path, identity: dict[str, Any], label: str, mode: Mode,

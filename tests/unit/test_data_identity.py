@@ -41,8 +41,9 @@ class _Journal:
         self.runs = 0
 
     def run_to_end(self, kind: str, stage: int, spec: Any, log: Path) -> _Handle:
-        from ltx_pipeline.reference_trainer import preprocess as toy
+        import importlib
 
+        toy = importlib.import_module(spec.argv[2])  # `python -m <the toy's preprocess|process_videos|...>`
         self.runs += 1
         log.parent.mkdir(parents=True, exist_ok=True)
         return _Handle(toy.main(list(spec.argv[3:])))
