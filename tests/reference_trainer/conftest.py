@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,70 @@ def train_in_process(config: Path, capsys: pytest.CaptureFixture, env: dict | No
 def peak_bytes(output_dir: Path) -> dict:
     """The measured peaks the trainer wrote beside its outputs."""
     return json.loads((output_dir / "reference_memory.json").read_text())["peak_bytes"]
+
+
+class InProcessHandle:
+    """What ``RunJournal.run_to_end`` returns, for a toy script run in this process."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def exit(self) -> dict[str, int]:
+        return {"exit_code": self.code}
+
+
+class InProcessJournal:
+    """Runs the toy's preprocessing script (``python -m <module> ARGS``) in this process instead of supervising a
+    child; ``started`` keeps (script, media of each row given) per process, appended to its log as a child would."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[str, list[str]]] = []
+
+    @property
+    def runs(self) -> int:
+        return len(self.started)
+
+    def run_to_end(self, kind: str, stage: int, spec, log: Path) -> InProcessHandle:
+        import contextlib
+        import importlib
+        import io
+
+        assert kind == "preprocess"
+        module, args = spec.argv[2], list(spec.argv[3:])
+        text = Path(args[0]).read_text()
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()] if args[0].endswith(".jsonl") \
+            else json.loads(text)
+        self.started.append((module.rsplit(".", 1)[-1],
+                             [Path(row.get("video") or row.get("media_path") or "").name for row in rows]))
+        log.parent.mkdir(parents=True, exist_ok=True)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = importlib.import_module(module).main(args)
+        with log.open("a") as handle:
+            handle.write(out.getvalue())
+        return InProcessHandle(code)
+
+
+@dataclasses.dataclass
+class PreprocessContext:
+    """The parts of a phase's context ``preprocessing.run.preprocess`` reads, on the reference backend."""
+
+    workspace: Path
+    paths: object  # ltx_pipeline.workspace.RunPaths
+    request: object = dataclasses.field(default_factory=lambda: types.SimpleNamespace(trigger=None))
+    backend: object = dataclasses.field(default_factory=lambda: _reference_backend())
+    journal: InProcessJournal = dataclasses.field(default_factory=InProcessJournal)
+    phase: str = "train"
+    said: list[str] = dataclasses.field(default_factory=list)
+
+    def narrate(self, message: str) -> None:
+        self.said.append(message)
+
+    def warn(self, message: str) -> None:
+        self.said.append(message)
+
+
+def _reference_backend() -> object:
+    from ltx_pipeline.backends.reference import ReferenceBackend
+
+    return ReferenceBackend()

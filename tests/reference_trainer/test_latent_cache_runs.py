@@ -10,74 +10,29 @@ files are byte for byte what a fresh whole preprocessing of their data writes.
 
 from __future__ import annotations
 
-import importlib
 import io
 import json
 from contextlib import redirect_stdout
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from ltx_pipeline.backends.reference import ReferenceBackend
 from ltx_pipeline.env_names import LATENT_CACHE_ENV
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.preprocessing.run import IDENTITY_FILE, preprocess
 from ltx_pipeline.workspace import RunPaths
-from tests.reference_trainer.conftest import write_dataset
+from tests.reference_trainer.conftest import PreprocessContext, write_dataset
 
 pytest.importorskip("torch")
 
 BUCKETS = "64x64x17"
 
 
-@dataclass
-class _Handle:
-    code: int
-
-    def exit(self) -> dict[str, int]:
-        return {"exit_code": self.code}
-
-
-@dataclass
-class _Journal:
-    """Runs the toy's script in-process; remembers (script module, media of each row given) per process."""
-
-    started: list[tuple[str, list[str]]] = field(default_factory=list)
-
-    def run_to_end(self, kind: str, stage: int, spec: Any, log: Path) -> _Handle:
-        assert kind == "preprocess"
-        module, args = spec.argv[2], list(spec.argv[3:])
-        rows = [json.loads(line) for line in Path(args[0]).read_text().splitlines() if line.strip()] \
-            if args[0].endswith(".jsonl") else json.loads(Path(args[0]).read_text())
-        self.started.append((module.rsplit(".", 1)[-1], [Path(row["video"]).name for row in rows]))
-        log.parent.mkdir(parents=True, exist_ok=True)
-        out = io.StringIO()
-        with redirect_stdout(out):
-            code = importlib.import_module(module).main(args)
-        with log.open("a") as handle:
-            handle.write(out.getvalue())
-        return _Handle(code)
-
-
-@dataclass
-class _Ctx:
-    workspace: Path
-    paths: RunPaths
-    request: Any = field(default_factory=lambda: SimpleNamespace(trigger="sks"))
-    backend: Any = field(default_factory=ReferenceBackend)
-    journal: _Journal = field(default_factory=_Journal)
-    phase: str = "train"
-    said: list[str] = field(default_factory=list)
-
-    def narrate(self, message: str) -> None:
-        self.said.append(message)
-
-    def warn(self, message: str) -> None:
-        self.said.append(message)
+def _Ctx(**given: Any) -> PreprocessContext:
+    return PreprocessContext(request=SimpleNamespace(trigger="sks"), **given)
 
 
 @pytest.fixture

@@ -8,62 +8,23 @@ preprocessed data without a subprocess.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
-from ltx_pipeline.backends.reference import ReferenceBackend
 from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.data_identity import data_identity, model_identity
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.preprocessing.run import IDENTITY_CACHE, IDENTITY_FILE, LEGACY_PAIRING_FILE, preprocess
 from ltx_pipeline.workspace import RunPaths
+from tests.reference_trainer.conftest import PreprocessContext
 
 pytest.importorskip("torch")
 
 
-class _Handle:
-    def __init__(self, code: int) -> None:
-        self.code = code
-
-    def exit(self) -> dict[str, int]:
-        return {"exit_code": self.code}
-
-
-class _Journal:
-    """Runs the reference preprocessing in this process instead of supervising a child."""
-
-    def __init__(self) -> None:
-        self.runs = 0
-
-    def run_to_end(self, kind: str, stage: int, spec: Any, log: Path) -> _Handle:
-        import importlib
-
-        toy = importlib.import_module(spec.argv[2])  # `python -m <the toy's preprocess|process_videos|...>`
-        self.runs += 1
-        log.parent.mkdir(parents=True, exist_ok=True)
-        return _Handle(toy.main(list(spec.argv[3:])))
-
-
-@dataclass
-class _Ctx:
-    workspace: Path
-    paths: RunPaths
-    request: Any = field(default_factory=lambda: SimpleNamespace(trigger=None))
-    backend: Any = field(default_factory=ReferenceBackend)
-    journal: _Journal = field(default_factory=_Journal)
-    phase: str = "train"
-    said: list[str] = field(default_factory=list)
-
-    def narrate(self, message: str) -> None:
-        self.said.append(message)
-
-    def warn(self, message: str) -> None:
-        self.said.append(message)
+_Ctx = PreprocessContext
 
 
 @pytest.fixture
