@@ -99,7 +99,8 @@ class ProbedModels(Record):
 
 
 class TrainerRecord(Record):
-    """The LTX-2 trainer checkout (``probing.trainer_checkout.TrainerCheck``'s fields) and ``--trainer-python``'s check."""
+    """The LTX-2 trainer checkout (``probing.trainer_checkout.TrainerCheck``'s fields) and ``--trainer-python``'s
+    check."""
 
     root: str | None
     source: str | None
