@@ -1,7 +1,8 @@
 """Autotune phase: a short sanity trial at full resolution, then an Optuna-recorded sweep for the fastest fit.
 
 Heavy (past the approval gate). Scratch lives under ``<run>/overfit/``: the sanity set (the plan's
-most expensive bucket, as many samples as the largest batch size tried), one folder per trial
+most expensive bucket, as many samples as the largest batch size tried; ``preprocessing.sanity_set`` links it
+from the latent cache entries of the full set's stage, which it preprocesses first), one folder per trial
 (config, outputs, log). The sweep is ``autotune.sweep.Sweep``: ``SweepPlanner`` picks each config
 and settles what each result implies (memory is monotone along every knob), ``autotune`` runs
 and measures one trial; every trial and pruned config is recorded in the run's Optuna study, from which an
@@ -28,19 +29,16 @@ from ltx_pipeline.autotune.sweep import Sweep
 from ltx_pipeline.autotune.trial_runner import largest_stage_config
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import digest, file_digest
-from ltx_pipeline.ltx.audio_choice import trained_mode
 from ltx_pipeline.ltx.autotune import SPACE_KEYS, format_knobs
 from ltx_pipeline.ltx.autotune.availability import OFF_REASON
-from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS
-from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.outputs.autotune import AutotuneOutputs
 from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.phase_context import LtxContext
-from ltx_pipeline.preprocessing.run import preprocess, write_subset_metadata
+from ltx_pipeline.preprocessing.sanity_set import prepare_sanity_set
 
 __all__ = ["PHASE"]
 
@@ -65,7 +63,7 @@ class AutotunePhase:
                     "step time and memory are measured; configs a result already settles are not run. Loss is not "
                     "a criterion.")
         sweep = Sweep(ctx, ctx.output(PlanOutputs).recipe, ctx.output(ProbeOutputs))
-        sanity_root = _sanity_set(ctx, sweep.max_batch)
+        sanity_root = prepare_sanity_set(ctx, sweep.max_batch)  # at most the full set's entries, linked
         return PhaseResult(sweep.run(sanity_root, digest(_sweep_key(ctx))))
 
     def summary(self, outputs: AutotuneOutputs) -> str:
@@ -125,27 +123,6 @@ def _sweep_key(ctx: LtxContext) -> dict[str, Any]:
                if not any(r.path == p or r.path.startswith(p + ".") for p in _UNMEASURED)]
     parts = {k: v for k, v in _inputs(ctx).items() if k != "config_patch"}
     return {**parts, "trial config": {"template": file_digest(Path(entry.template)), "patches": patches}}
-
-
-def _sanity_set(ctx: LtxContext, max_batch: int) -> str:
-    """The sanity data at the largest bucket: preprocessed once (not on the simulated backend)."""
-    data = ctx.output(DataCheckOutputs)
-    sanity = data.sanity
-    if not data.metadata_file:  # a verified .precomputed dataset: its latents already hold every bucket
-        return data.stages[0].preprocessed_root
-    rows = max(1, min(max_batch, data.samples or max_batch))
-    subset, count = write_subset_metadata(ctx, Path(data.metadata_file), rows, ctx.paths.overfit / "sanity.json")
-    if not ctx.backend.capabilities.uses_real_files:
-        ctx.narrate(f"Sanity set: {count} sample(s) at {sanity.bucket} (the simulated trainer reads no data).")
-        return sanity.preprocessed_root
-    patch = ctx.output(ConfigPatchOutputs)
-    mode = trained_mode(get_mode(ctx.request.mode), ctx.output(PlanOutputs).audio)  # video only: no audio gate
-    pairing = data.conditions_pairing.model_dump(mode="json") if data.conditions_pairing else None
-    preprocess(ctx, mode=mode, metadata_file=subset, buckets=parse_buckets(sanity.bucket),
-               output_dir=Path(sanity.preprocessed_root), stage=0, model_path=patch.model_path,
-               text_encoder_path=patch.text_encoder_path, pairing=pairing,
-               extra_flags=[] if mode.audio_run else ["--skip-audio"])
-    return sanity.preprocessed_root
 
 
 PHASE = AutotunePhase()

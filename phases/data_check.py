@@ -9,7 +9,9 @@ An existing ``.precomputed/`` (given directly or beside the metadata) is verifie
 subfolders per mode, matching samples across sources, tensor shapes against the planned bucket,
 counts reconciled with every dropped clip named, the audio gate. Nothing is preprocessed here: the
 plan of what to preprocess, and where, is stored for autotune (its sanity set) and train (the full
-set). Each stage's data identity (the content of the checkpoint and text encoder config_patch will
+set); plan.md's "Latent cache" section is written again from the rows checked: per preprocessing, what comes
+from the latent cache, what will be encoded and why (``reports.plan_cache``). Each stage's data identity (the
+content of the checkpoint and text encoder config_patch will
 use, the buckets, the trigger and flags) is recorded: a model change re-runs this phase and every
 later one, and a user's own ``.precomputed`` made with another model is refused. Errors stop the run
 with a report in ``<run>/data-check.md``; existing data is never touched.
@@ -49,6 +51,7 @@ from ltx_pipeline.phase_context import LtxContext
 from ltx_pipeline.preprocessing.run import model_files, model_paths, read_identity, stage_identity
 from ltx_pipeline.probing import DatasetInfo, to_plain
 from ltx_pipeline.probing.dataset import METADATA_EXTENSIONS
+from ltx_pipeline.reports.plan_cache import RunShape, forecast_section, note_section, write_cache_section
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE"]
@@ -122,6 +125,7 @@ class DataCheckPhase:
         data_stages += [data_stages[-1].model_copy(update={"index": index}) for index in continuations]
         samples = report.usable_samples if report and report.ok else rows
         sanity_bucket = max((b for s in stages for b in s), key=lambda b: b.tokens)
+        _forecast(ctx, plan_outputs, mode, metadata_file, samples, planned, (model_path, encoder_path))
         identities_now = ModelFileIdentities.model_validate(files)
         pairing = ModelPairing(model=identities_now.model, text_encoder=identities_now.text_encoder,
                                digest=digest([files["model"]["content"], files["text_encoder"]["content"]]))
@@ -227,6 +231,20 @@ def _preprocess_plan(ctx: LtxContext, stages: list[tuple[Bucket, ...]], metadata
         plan.append(DataStage(index=index, buckets=bucket_text, source="preprocess",
                               preprocessed_root=str(ctx.paths.dataset / folder), metadata_file=metadata_file))
     return plan
+
+
+def _forecast(ctx: LtxContext, plan: PlanOutputs, mode: Mode, metadata_file: str | None, samples: int,
+              planned: list[DataStage], models: tuple[str, str]) -> None:
+    """plan.md's latent cache section from the rows just checked, outside the approved text (#44)."""
+    if metadata_file is None:
+        section = note_section("the dataset is a verified .precomputed folder: it is reused as it is, nothing is "
+                               "encoded")
+    else:
+        shape = RunShape(plan.recipe, plan.launch.total if plan.launch else 1, ctx.output(ProbeOutputs).tier.base,
+                         plan.autotune_runs, mode, models)
+        own = planned[0].preprocessed_root if planned and planned[0].source == "reuse" else None
+        section = forecast_section(ctx, shape, Path(metadata_file), samples, by_data_check=True, own_first=own)
+    write_cache_section(ctx.paths.plan_file, section, root=ctx.workspace)
 
 
 def _report(ctx: LtxContext, checks: list[Check]) -> None:

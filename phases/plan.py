@@ -32,8 +32,17 @@ from ltx_pipeline.ltx.validation_sources import ValidationSources, choose_source
 from ltx_pipeline.outputs.plan import PlannedAutotune, PlanOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.phase_context import LtxContext
+from ltx_pipeline.preprocessing.run import model_paths
 from ltx_pipeline.probing import to_plain
 from ltx_pipeline.probing.nvidia_smi import nvidia_smi_found
+from ltx_pipeline.reports.plan_cache import (
+    RunShape,
+    forecast_section,
+    note_section,
+    pending_section,
+    with_cache_section,
+    without_cache_section,
+)
 from ltx_pipeline.reports.plan_md import PlanDocument, render_plan
 from ltx_pipeline.request import EVAL_ONLY_FIELDS, RENDEZVOUS_FIELDS
 from ltx_pipeline.scenes.detect import DETECTOR, find_cuts
@@ -101,7 +110,8 @@ class PlanPhase:
                               audio=audio, launch=launch, validation=validation)
         doc = PlanDocument(recipe=recipe, probe=probe, missing=missing, warnings=warnings, preparation=preparation,
                            autotune=autotune, audio=audio, validation=validation)
-        subject = _write_plan(ctx, render_plan(ctx, doc))
+        section = _cache_section(ctx, probe, recipe, launch, preparation, audio, autotune.runs)
+        subject = _write_plan(ctx, render_plan(ctx, doc), section)
         outputs = outputs.model_copy(update={"plan_hash": subject})
         return PhaseResult(outputs, approval_subject=subject, approval_blockers=blockers)
 
@@ -150,16 +160,48 @@ def _recipe(ctx: LtxContext, probe: ProbeOutputs, mode: Mode) -> tuple[Recipe, L
     return recipe, launch
 
 
-def _write_plan(ctx: LtxContext, text: str) -> str:
-    """Write plan.md with its provenance line; returns the digest the user approves.
+def _write_plan(ctx: LtxContext, text: str, section: list[str]) -> str:
+    """Write plan.md with its provenance line and its latent cache section; returns the digest the user approves.
 
     What you approve is the plan as the pipeline words it; which version wrote it is said beside it, outside
-    the approved text, so the version's own identity never voids an approval (#49).
+    the approved text, so the version's own identity never voids an approval (#49). So is the latent cache's
+    forecast: other runs fill the cache, and that must not void an approval either (#44).
     """
     subject = digest(text)
     text = with_provenance(text, subject, code_identity(), _previous_plan(ctx.paths.plan_file))
-    atomic_write(ctx.paths.plan_file, text, root=ctx.workspace)
+    atomic_write(ctx.paths.plan_file, with_cache_section(text, section), root=ctx.workspace)
     return subject
+
+
+def _cache_section(ctx: LtxContext, probe: ProbeOutputs, recipe: Recipe, launch: LaunchShape,
+                   preparation: PreparationPlan, audio: AudioPlan, autotune_runs: bool) -> list[str]:
+    """plan.md's latent cache forecast when the rows and model files are known before approval, else why not yet
+    (the data check writes it then)."""
+    request = ctx.request
+    if not ctx.backend.capabilities.uses_real_files:
+        return note_section(f"the {request.backend} backend reads no files: nothing is preprocessed or cached")
+    dataset = probe.dataset
+    own = dataset.metadata.precomputed if dataset.metadata is not None else None
+    why = ("the prepare phase makes the dataset after approval" if preparation.needed
+           else "the data check finds the rows to preprocess" if dataset.kind != "metadata"
+           else f"the data check first leaves the {len(audio.left_out)} silent clip(s) out" if audio.left_out
+           else "the data check first verifies your .precomputed beside the metadata"
+           if own is not None and not request.fresh_preprocess
+           else f"the {request.backend} backend's base weights are made by the data check"
+           if request.backend != "ltx" and not request.model_path else None)
+    try:
+        models = model_paths(ctx) if why is None else None
+    except BadInput:
+        why = "the probe found no checkpoint or text encoder"
+    if why is not None or models is None:
+        return pending_section(why or "the model files are not known yet")
+    shape = RunShape(recipe, launch.total, probe.tier.base, autotune_runs,
+                     trained_mode(get_mode(request.mode), audio), models)
+    metadata = Path(dataset.path)
+    try:
+        return forecast_section(ctx, shape, metadata, len(read_metadata_rows(metadata)), by_data_check=False)
+    except BadInput:  # rows the data check has not checked yet: it reports them, then forecasts
+        return pending_section("the data check checks the rows first")
 
 
 def _autotune(ctx: LtxContext) -> AutotunePlan:
@@ -240,7 +282,7 @@ def _captioner_blockers(probe: ProbeOutputs, preparation: PreparationPlan) -> li
 def _previous_plan(path: Path) -> str | None:
     """The plan.md this plan replaces (its lines are compared), None for a first plan."""
     try:
-        return path.read_text(encoding="utf-8")
+        return without_cache_section(path.read_text(encoding="utf-8"))  # the forecast is not the plan's text
     except OSError:
         return None
 

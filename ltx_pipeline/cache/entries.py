@@ -4,7 +4,8 @@ Owns the layout under the cache root (``<workspace>/cache/latents/`` by default,
 
 - ``entries/<modality>/<2 hex>/<key name>/``: ``data.pt`` (read-only, so a hard link in a run cannot be
   written through) and ``entry.json`` (the key's parts, the data's size and sha256, when and by whom);
-- ``tmp/``: entries being written; ``locks/``: one lock file per key; ``quarantine/``: entries found bad.
+- ``tmp/``: entries being written; ``locks/``: one lock file per key (and ``claiming.lock``, held while a
+  fill takes its claims); ``quarantine/``: entries found bad.
 
 Invariant: an entry folder appears only by ``rename`` of a complete staging folder whose files were
 fsynced first, so a SIGKILL at any point leaves either no entry or a whole one; ``get`` also checks the
@@ -192,6 +193,14 @@ class EntryStore:
             found = self.get(key)
             state = ClaimState.MADE if found is not None else ClaimState.MAKE
             yield Claim(self, key, state, found)
+
+    @contextmanager
+    def claiming(self) -> Iterator[None]:
+        """Hold the store's claims lock for the block: a caller taking many claims takes them all before another
+        caller takes any (``claim(wait=False)`` never blocks), so two fills of the same rows never split a row's
+        keys between them (each would then encode the whole row)."""
+        with held(self.root / "locks" / "claiming.lock"):
+            yield
 
     def set_aside(self, folder: Path, reason: str) -> Path:
         """Move an entry folder to ``quarantine/`` with ``reason.json`` (one rename); the caller holds its key."""

@@ -103,6 +103,7 @@ class ProcessHandle:
     printable: str
     heartbeat_at: Any = None
     config_sha256: str | None = None  # a trainer launch's config digest as validated (``ValidatedConfig``)
+    argv: tuple[str, ...] = ()  # what was started (``run_to_end`` re-attaches only to the same command)
 
     @property
     def exit_file(self) -> Path:
@@ -152,7 +153,7 @@ class ProcessHandle:
     @classmethod
     def of(cls, row: Process) -> ProcessHandle:
         return cls(saved_id(row), row.kind, row.stage, row.pid, row.create_time, row.host, Path(row.log_path),
-                   row.log_offset, row.status, row.printable, row.heartbeat_at, row.config_sha256)
+                   row.log_offset, row.status, row.printable, row.heartbeat_at, row.config_sha256, tuple(row.argv))
 
 
 class RunJournal:
@@ -276,9 +277,22 @@ class RunJournal:
 
     def run_to_end(self, kind: str, stage: int, spec: Launchable, log_path: Path,
                    validated: ValidatedConfig | None = None) -> ProcessHandle:
-        """Re-attach to a live process of this kind and stage, or launch one; wait for its end."""
-        handle = self.live(kind, stage) or self.launch(kind, stage, spec, log_path, validated)
-        return self.wait(handle)
+        """Re-attach to the live process of this kind and stage that ran ``spec``, or launch it; wait for its end.
+
+        Only a process started with the same argv is re-attached: a stage's cache fill runs several scripts,
+        each into its own staging folder, and a resumed engine must never wait on one in place of another.
+        A live one of this kind and stage with other arguments (left by an engine that died) is waited for
+        first, as before: one process at a time appends to the log (and writes its exit file) and holds the GPU.
+        """
+        handle = None
+        for live in reversed(self.processes(kind, stage)):
+            if live.status != ProcessState.RUNNING or not live.alive():
+                continue
+            if handle is None and live.argv == tuple(spec.argv):
+                handle = live
+            else:
+                self.wait(live)
+        return self.wait(handle or self.launch(kind, stage, spec, log_path, validated))
 
     # -- media facts (workspace-wide cache, keyed by path, size and mtime) ------------------------
     def cached_media_facts(self, keys: list[tuple[str, int, int]]) -> dict[str, dict[str, Any]]:

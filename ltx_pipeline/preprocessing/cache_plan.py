@@ -39,7 +39,7 @@ from ltx_pipeline.ltx.modes import Mode
 from ltx_pipeline.ltx.precomputed_layout import PlannedOutput, dataset_roles, row_outputs
 from ltx_pipeline.trainer_log import MediaSkipped
 
-__all__ = ["CachePlan", "RowPlan", "cache_store", "landing_bucket", "plan_stage"]
+__all__ = ["CachePlan", "RowPlan", "cache_store", "landing_bucket", "plan_stage", "unkeyed_reason"]
 
 _KEYED_ROLES = {"caption", "video"}
 # process_dataset.py flags the keys account for (anything else: the stage is not keyed).
@@ -133,6 +133,22 @@ def plan_stage(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
     if len(names) != len(set(names)):
         return None  # two rows name one file: the scripts disagree on which wins
     return CachePlan(store, tuple(planned), tuple(skipped))
+
+
+def unkeyed_reason(metadata_file: Path, buckets: Sequence[Bucket], extra_flags: Sequence[str]) -> str | None:
+    """Why ``plan_stage`` cannot key a stage, as far as its metadata's columns and the flags tell, in words;
+    None when they do not stop it (an unreadable clip or two rows naming one file still may)."""
+    rows = read_metadata_rows(metadata_file)
+    unknown = sorted(set(extra_flags) - _KNOWN_FLAGS)
+    if not rows or not buckets:
+        return "the metadata has no rows" if not rows else "no bucket is planned"
+    if unknown:
+        return f"the cache does not key the preprocessing flag(s) {' '.join(unknown)}"
+    roles = dataset_roles(rows[0])
+    if set(roles) - _KEYED_ROLES or "video" not in roles:
+        others = ", ".join(sorted(set(roles) - _KEYED_ROLES)) or "no video"
+        return f"its rows have {others} column(s): the cache keys captions and videos only"
+    return None
 
 
 def _plan_row(index: int, row: Mapping[str, Any], roles: Mapping[str, str], mode: Mode, base: Path,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.cache import Assembly, Claim, ClaimState, Want, assemble
+from ltx_pipeline.cache.hits import record_hits
 from ltx_pipeline.errors import PhaseFailed
 from ltx_pipeline.ltx.metadata import sample_name
 from ltx_pipeline.ltx.precomputed_layout import PlannedOutput, PreprocessScript, dataset_roles, script_for
@@ -65,6 +66,8 @@ def fill_from_cache(ctx: Any, plan: CachePlan, output_dir: Path, encode: Encode)
     made = len(assembly.linked) - hits
     ctx.narrate(f"{_label(encode.stage)}: {hits} of {len(plan.wants())} file(s) came from the latent cache "
                 f"({plan.store.root}); {made} encoded and added to it.")
+    record_hits(ctx.paths.root, encode.stage, wanted=len(plan.wants()), hits=hits, encoded=made,
+                cache=plan.store.root, workspace=ctx.workspace)  # what status and the dashboard show
     return assembly
 
 
@@ -84,12 +87,15 @@ def _make(ctx: Any, plan: CachePlan, missing: set[str], encode: Encode) -> bool:
     busy: list[Want] = []
     with contextlib.ExitStack() as stack:
         claims: dict[str, Claim] = {}
-        for want in plan.wants():
-            name = want.key.name
-            if name in missing and name not in claims:
-                claims[name] = stack.enter_context(plan.store.claim(want.key, wait=False))
-                if claims[name].state is ClaimState.BUSY:
-                    busy.append(want)
+        # All of a fill's claims at once, one fill at a time: two runs claiming the same rows key by key would
+        # split a row between them, and each one's script would encode the whole row (a key twice).
+        with plan.store.claiming():
+            for want in plan.wants():
+                name = want.key.name
+                if name in missing and name not in claims:
+                    claims[name] = stack.enter_context(plan.store.claim(want.key, wait=False))
+                    if claims[name].state is ClaimState.BUSY:
+                        busy.append(want)
         groups: dict[PreprocessScript, list[tuple[RowPlan, list[tuple[PlannedOutput, Claim]]]]] = defaultdict(list)
         for row in plan.rows:
             make = [(output, claims[want.key.name]) for output, want in row.outputs
@@ -131,7 +137,10 @@ def _run_script(ctx: Any, plan: CachePlan, script: PreprocessScript,
     """Run ``script`` over just ``rows`` into a staging folder in the cache, then put each claimed file."""
     staging = plan.store.staging_dir / _staging_name(ctx, script, rows, encode.stage)
     try:
-        subset, values = _subset_metadata(plan, staging, [row for row, _ in rows], encode.metadata_file)
+        # The rows given to the script stay in the run's logs: what a run encoded can be read back, and the
+        # process record's argv names a file that exists after the staging folder is gone.
+        subset = ctx.paths.logs / "encoded" / f"stage{encode.stage}-{script}-{staging.name}.json"
+        values = _subset_metadata(ctx, subset, [row for row, _ in rows], encode.metadata_file)
         out = staging / "precomputed"
         folders = ", ".join(sorted({output.folder for _, make in rows for output, _ in make}))
         ctx.narrate(f"{_label(encode.stage)}: encoding {sum(1 for _, make in rows if make)} row(s) with the "
@@ -146,7 +155,7 @@ def _run_script(ctx: Any, plan: CachePlan, script: PreprocessScript,
             raise PhaseFailed(ctx.phase, 0, f"preprocessing failed ({'killed' if record is None else record})"
                               f": {tail}", str(encode.log))
         for row, make in rows:
-            staged_name = sample_name(staging, values[row.index])
+            staged_name = sample_name(subset.parent, values[row.index])
             for output, claim in make:
                 _put(ctx, claim, out / output.folder / staged_name, encode.load)
     finally:
@@ -163,9 +172,8 @@ def _staging_name(ctx: Any, script: PreprocessScript, rows: list[tuple[RowPlan, 
     return f"encode-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:24]}"
 
 
-def _subset_metadata(plan: CachePlan, staging: Path, rows: list[RowPlan],
-                     metadata_file: Path) -> tuple[Path, dict[int, str]]:
-    """The rows to make, media paths absolute, as ``metadata.json`` in ``staging``; each row's media value."""
+def _subset_metadata(ctx: Any, target: Path, rows: list[RowPlan], metadata_file: Path) -> dict[int, str]:
+    """Write the rows to make, media paths absolute, to ``target``; return each row's media value."""
     roles = dataset_roles(rows[0].row)
     values: dict[int, str] = {}
     data = []
@@ -176,9 +184,8 @@ def _subset_metadata(plan: CachePlan, staging: Path, rows: list[RowPlan],
         copy[roles["video"]] = str(path if path.is_absolute() else (metadata_file.parent / path).resolve())
         values[row.index] = copy[roles["video"]]
         data.append(copy)
-    target = staging / "metadata.json"
-    atomic_write(target, json.dumps(data, indent=2), root=plan.store.root)
-    return target, values
+    atomic_write(target, json.dumps(data, indent=2), root=ctx.workspace)
+    return values
 
 
 def _put(ctx: Any, claim: Claim, staged: Path, load: Callable[[Path], object]) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.backends.base import MakesBaseWeights
+from ltx_pipeline.cache.provenance import made_from
 from ltx_pipeline.errors import BadDataset, BadInput, PhaseFailed
 from ltx_pipeline.ltx.buckets import Bucket, format_buckets
 from ltx_pipeline.ltx.data_check import (
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
     from ltx_pipeline.phase_context import LtxContext
 
 __all__ = ["IDENTITY_CACHE", "IDENTITY_FILE", "LEGACY_PAIRING_FILE", "link_reference_audio", "model_files",
-           "model_paths", "preprocess", "read_identity", "stage_identity", "write_subset_metadata"]
+           "load_sample", "model_paths", "preprocess", "read_identity", "stage_identity", "write_subset_metadata"]
 
 IDENTITY_FILE = "ltx-pipeline-data-identity.json"
 LEGACY_PAIRING_FILE = "ltx-pipeline-conditions.json"  # an older engine's record: model paths, sizes, mtimes
@@ -152,6 +153,7 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
     bucket_text = format_buckets(buckets)
     identity = stage_identity(ctx, model_path=model_path, text_encoder_path=text_encoder_path, buckets=bucket_text,
                               extra_flags=extra_flags)
+    identity["made_from"] = made_from(metadata_file, ctx.backend)  # not digested: lets `cache import` key the files
     media = _primary_media(metadata_file, mode)
     label = f"Stage {stage}" if stage else "Sanity set"
     if output_dir.is_dir() and any(output_dir.iterdir()):
@@ -319,9 +321,12 @@ def _with_fresh(check: Check) -> str:
         f"{fix}; or pass --fresh-preprocess to preprocess into the run's own folder (yours is left as it is)"
 
 
-def write_subset_metadata(ctx: Any, metadata_file: Path, rows: int, target: Path) -> tuple[Path, int]:
-    """A metadata file holding the first ``rows`` rows, media paths made absolute (it lives in the run)."""
-    data = read_metadata_rows(metadata_file)[:rows]
+def write_subset_metadata(ctx: Any, metadata_file: Path, rows: int, target: Path, *,
+                          indices: Sequence[int] | None = None) -> tuple[Path, int]:
+    """A metadata file holding the first ``rows`` rows (or the rows at ``indices``, in that order), media
+    paths made absolute (it lives in the run)."""
+    every = read_metadata_rows(metadata_file)
+    data = every[:rows] if indices is None else [every[index] for index in indices]
     media_keys = ("video", "media_path", "audio", "reference_video", "ref_media_path", "reference_audio",
                   "video_mask", "audio_mask")
     for row in data:
@@ -343,6 +348,11 @@ def _summary(report: Any, reused: bool) -> dict[str, Any]:
     return {"root": report.root, "samples": report.usable_samples, "counts": report.counts,
             "dropped": {k: list(v) for k, v in report.dropped.items()}, "reused": reused,
             "checks": [asdict(c) for c in report.checks]}
+
+
+def load_sample(path: Path) -> object:
+    """One sample file, as ``torch.load`` gives it (for callers outside preprocessing: ``cache import``)."""
+    return _load(path)
 
 
 def _load(path: Path) -> object:

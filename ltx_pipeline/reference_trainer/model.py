@@ -266,8 +266,24 @@ def create_base(path: Path, arch: ToyArchitecture) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     save_file(tensors, str(tmp), metadata=metadata)
+    _canonical_header(tmp)
     tmp.replace(path)
     return path
+
+
+def _canonical_header(path: Path) -> None:
+    """Rewrite a safetensors header with sorted keys: the same seed then gives the same bytes.
+
+    safetensors writes the metadata map in hash order, which changes from process to process; the model's
+    identity (and so every latent cache key) hashes the header, so two runs' identical toy bases must be
+    byte-identical files. The header is 8-byte aligned with trailing spaces, as the format requires.
+    """
+    raw = path.read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + size])
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(len(text).to_bytes(8, "little") + text + raw[8 + size:])
 
 
 def read_architecture(path: Path) -> ToyArchitecture:

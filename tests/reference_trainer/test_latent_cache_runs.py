@@ -204,3 +204,21 @@ def test_rows_with_one_caption_share_its_conditions_entry(tmp_path: Path, base: 
     assert (out / "conditions/videos/a.pt").stat().st_ino == (out / "conditions/videos/b.pt").stat().st_ino
     second, _, _ = run(tmp_path / "ws", "b", dataset, base)
     assert second.journal.started == []
+
+
+def test_a_corrupted_entry_is_quarantined_and_made_again_never_trained_on(tmp_path: Path, base: Path) -> None:
+    dataset = write_dataset(tmp_path / "data", [("a.mp4", 17, True), ("c.mp4", 17, True)])
+    workspace = tmp_path / "ws"
+    _, a_out, _ = run(workspace, "a", dataset, base)
+    entry = next(p for p in (workspace / "cache" / "latents" / "entries").rglob("*")
+                 if p.is_file() and p.stat().st_ino == (a_out / "latents/videos/c.pt").stat().st_ino)
+    entry.chmod(0o644)  # a bit flipped on disk: the entry's bytes are no longer the ones it was made with
+    data = bytearray(entry.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    entry.write_bytes(bytes(data))
+
+    b_ctx, b_out, _ = run(workspace, "b", dataset, base)
+    assert b_ctx.journal.started == [("process_videos", ["c.mp4"])]  # that file alone is made again
+    assert files_of(b_out) == fresh(dataset, base, tmp_path / "fresh")  # never the corrupted bytes
+    assert any("Latent cache:" in line and "quarantin" in line for line in b_ctx.said), b_ctx.said
+    assert list((workspace / "cache" / "latents" / "quarantine").iterdir())
