@@ -1,9 +1,9 @@
-"""``ltx-pipeline cache ls|verify|prune``: look at, check and trim the latent cache.
+"""``ltx-pipeline cache ls|verify|prune|import``: look at, check, trim and fill the latent cache.
 
 Owns the ``cache`` Typer sub-app (registered in ``cli/app.py`` with ``app.add_typer(cache_app, name="cache")``):
-parsing the options (``--older-than 30d``), calling ``driving.cache`` and showing what comes back, as a
-table and lines or as JSON. Exit codes: 0 done; 2 ``verify`` found bad entries (each printed, each
-quarantined) or bad input.
+parsing the options (``--older-than 30d``), calling ``driving.cache`` (``driving.cache_import``) and showing
+what comes back, as a table and lines or as JSON. Exit codes: 0 done (also when the cache is off: it says so);
+2 ``verify`` found bad entries (each printed, each quarantined), ``import`` refused a file, or bad input.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ cache_app = typer.Typer(name="cache", add_completion=False, no_args_is_help=True
                         help="The latent cache: preprocessed samples shared by every run of the workspace.")
 
 CacheDirOpt = Annotated[Path | None, typer.Option("--cache-dir", help="The cache's folder, e.g. one shared by a "
-                                                  "team (default: the workspace's cache/latents).")]
+                                                  "team (default: the one runs use: $LTX_PIPELINE_LATENT_CACHE, "
+                                                  "else the workspace's cache/latents).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -73,6 +74,8 @@ def ls_cmd(workspace: WorkspaceOpt = None, cache_dir: CacheDirOpt = None, as_jso
     from ltx_pipeline.driving.cache import list_cache
 
     listing = list_cache(workspace, cache_dir)
+    if listing is None:
+        return _off(as_json)
     if as_json:
         out.print_json(json.dumps({"root": str(listing.root), "entries": [asdict(row) for row in listing.rows],
                                    "total_bytes": listing.total_bytes, "quarantined": listing.quarantined,
@@ -106,6 +109,8 @@ def verify_cmd(workspace: WorkspaceOpt = None, cache_dir: CacheDirOpt = None, as
     from ltx_pipeline.driving.cache import verify_cache
 
     checked = verify_cache(workspace, cache_dir, deep=not quick)
+    if checked is None:
+        return _off(as_json)
     ending = Ending.INVALID if checked.bad else Ending.DONE
     if as_json:
         out.print_json(json.dumps({"root": str(checked.root), "checked": len(checked.verdicts),
@@ -117,6 +122,18 @@ def verify_cmd(workspace: WorkspaceOpt = None, cache_dir: CacheDirOpt = None, as
         out.print(f"bad entry {verdict.name}: {verdict.problem}; {where}", markup=False)
     out.print(f"{_count(len(checked.verdicts))} checked in {checked.root}: {len(checked.bad)} bad.", markup=False)
     return ending
+
+
+def _off(as_json: bool) -> Ending:
+    """Runs use no cache ($LTX_PIPELINE_LATENT_CACHE=off) and no --cache-dir names one: say so; nothing to do."""
+    from ltx_pipeline.cli.console import out
+    from ltx_pipeline.driving.cache import CACHE_OFF
+
+    if as_json:
+        out.print_json(json.dumps({"root": None, "off": True, "message": CACHE_OFF}))
+    else:
+        out.print(CACHE_OFF, markup=False)
+    return Ending.DONE
 
 
 def _verdict(verdict: Any) -> dict[str, Any]:
@@ -135,7 +152,10 @@ def prune_cmd(workspace: WorkspaceOpt = None, cache_dir: CacheDirOpt = None, as_
     from ltx_pipeline.driving.cache import prune_cache
 
     age = parse_duration(older_than) if older_than is not None else None
-    root, pruned = prune_cache(workspace, cache_dir, older_than=age, keep_used=keep_used)
+    done = prune_cache(workspace, cache_dir, older_than=age, keep_used=keep_used)
+    if done is None:
+        return _off(as_json)
+    root, pruned = done
     if as_json:
         out.print_json(json.dumps({"root": str(root), "removed": [asdict(e) for e in pruned.removed],
                                    "bytes_freed": pruned.bytes_freed, "kept_protected": pruned.kept_protected,
@@ -151,3 +171,37 @@ def prune_cmd(workspace: WorkspaceOpt = None, cache_dir: CacheDirOpt = None, as_
     out.print(f"Kept {pruned.kept_protected} in use{recent}" + (f", {len(pruned.busy)} busy" if pruned.busy else "")
               + ".", markup=False)
     return Ending.DONE
+
+
+@cache_app.command("import")
+def import_cmd(folder: Annotated[Path, typer.Argument(metavar="DIR", help="A .precomputed folder ltx-pipeline "
+                                                      "preprocessed (a run's <run>/dataset/.precomputed, or your own "
+                                                      "that a run verified).")],
+               workspace: WorkspaceOpt = None, cache_dir: CacheDirOpt = None, as_json: JsonOpt = False,
+               metadata: Annotated[Path | None, typer.Option("--metadata", metavar="FILE", help="The metadata the "
+                                   "folder was made from (default: the one its identity record names).")] = None
+               ) -> Ending:
+    """Put a preprocessed folder's files into the cache, keyed as a run keys them; your files are only read.
+
+    Each file is checked (it loads, its shapes fit its bucket, its clip or caption did not change after it was
+    made) and copied in; one line per file says what was imported and what was refused and why. Exit 2 when
+    any file was refused, or the folder cannot be keyed at all.
+    """
+    from ltx_pipeline.cli.console import out
+    from ltx_pipeline.driving.cache_import import import_folder
+
+    done = import_folder(workspace, folder, metadata=metadata, cache_dir=cache_dir)
+    ending = Ending.INVALID if done.count("refused") else Ending.DONE
+    if as_json:
+        out.print_json(json.dumps({"root": str(done.root), "folder": str(done.folder), "metadata": str(done.metadata),
+                                   "files": [asdict(line) for line in done.lines]}))
+        return ending
+    for line in done.lines:
+        if line.outcome == "refused":
+            out.print(f"refused {line.file}: {line.why}", markup=False)
+        else:
+            what = "imported" if line.outcome == "imported" else "already cached"
+            out.print(f"{what} {line.file} ({line.entry})", markup=False)
+    out.print(f"Imported {done.count('imported')} of {len(done.lines)} file(s) from {done.folder} into {done.root}; "
+              f"{done.count('present')} already there, {done.count('refused')} refused.", markup=False)
+    return ending

@@ -65,6 +65,8 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
     for phase in run["phases"]:
         if phase["reason"] and phase["reason"] != "first run":
             console.print(f"  {phase['phase']} ran because: {phase['reason']}", markup=False, highlight=False)
+    for hit in run.get("cache_hits") or ():
+        console.print(f"  latent cache: {_cache_line(hit)}", markup=False, highlight=False)
     if run["findings"]:
         _print_table(console, "Probe findings", ("item", "status", "detail", "next step"),
                      [[f["item"], f["status"], f["detail"], f.get("next_step")] for f in run["findings"]])
@@ -87,6 +89,13 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
         render_live(console, run["training"])
     if run["next_command"]:
         console.print(f"  next: {run['next_command']}", markup=False, highlight=False)
+
+
+def _cache_line(hit: dict[str, Any]) -> str:
+    """``stage 1: 8 of 8 file(s) from the cache, 0 encoded`` (and any still missing), as preprocessing recorded it."""
+    where = f"stage {hit['stage']}" if hit["stage"] else "sanity set"
+    missing = f", {hit['missing']} missing" if hit["missing"] else ""
+    return f"{where}: {hit['hits']} of {hit['wanted']} file(s) from the cache, {hit['encoded']} encoded{missing}"
 
 
 def _render_autotune(console: Console, sweep: dict[str, Any]) -> None:

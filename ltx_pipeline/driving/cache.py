@@ -1,7 +1,8 @@
 """The latent cache as commands see it: list, verify, prune, for the CLI and the dashboard alike.
 
-Owns the decisions the cache room leaves to its callers: where a workspace's cache is (its own
-``cache/latents``, or a team's ``--cache-dir``), which runs count as live or resumable for ``prune``
+Owns the decisions the cache room leaves to its callers: where a workspace's cache is (the one its runs use:
+``<workspace>/cache/latents``, or ``$LTX_PIPELINE_LATENT_CACHE``; ``--cache-dir`` overrides both; None when that
+variable says ``off`` and no ``--cache-dir`` is given), which runs count as live or resumable for ``prune``
 (every run of the workspace's store that has not finished: a new, gated, failed or interrupted run may be
 resumed and needs its ``.precomputed``), and what one listing row says. Returns typed results; prints nothing.
 """
@@ -13,12 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ltx_pipeline.cache import EntryStore, Pruned, Verdict, clean_leftovers, prune, read_uses, verify_entries
+from ltx_pipeline.env_names import LATENT_CACHE_ENV
+from ltx_pipeline.preprocessing.cache_plan import cache_store as runs_cache
 from ltx_pipeline.store import Store
 from ltx_pipeline.store.states import RunState
 from ltx_pipeline.workspace import Workspace
 
-__all__ = ["CacheListing", "CacheRow", "CacheVerified", "cache_store", "list_cache", "live_runs", "prune_cache",
-           "verify_cache"]
+__all__ = ["CACHE_OFF", "CacheListing", "CacheRow", "CacheVerified", "cache_store", "list_cache", "live_runs",
+           "prune_cache", "verify_cache"]
+
+#: What the commands say when runs use no cache (the variable is ``off``) and no ``--cache-dir`` names one.
+CACHE_OFF = (f"The latent cache is off (${LATENT_CACHE_ENV} says so): runs preprocess every stage whole and cache "
+             f"nothing. Unset {LATENT_CACHE_ENV} to use the workspace's cache/latents, or pass --cache-dir DIR to "
+             "look at a cache folder.")
 
 
 @dataclass(frozen=True)
@@ -62,10 +70,14 @@ class CacheVerified:
         return tuple(v for v in self.verdicts if not v.ok)
 
 
-def cache_store(workspace: Path | None, cache_dir: Path | None = None) -> tuple[Workspace, EntryStore]:
-    """The workspace and its cache: ``<workspace>/cache/latents``, or ``cache_dir`` (a path shared by a team)."""
+def cache_store(workspace: Path | None, cache_dir: Path | None = None) -> tuple[Workspace, EntryStore | None]:
+    """The workspace and the cache its runs use (``preprocessing.cache_plan.cache_store``: its own
+    ``cache/latents``, or ``$LTX_PIPELINE_LATENT_CACHE``), or ``cache_dir`` when given (a path shared by a team);
+    the store is None when the variable turns the cache off and no ``cache_dir`` is given."""
     ws = Workspace.at(workspace)
-    return ws, EntryStore.for_workspace(ws.root, cache_dir)
+    if cache_dir is not None:
+        return ws, EntryStore.for_workspace(ws.root, cache_dir)
+    return ws, runs_cache(ws.root)
 
 
 def live_runs(ws: Workspace) -> set[str]:
@@ -75,9 +87,11 @@ def live_runs(ws: Workspace) -> set[str]:
     return {run.name for run in Store.open(ws.store).list_runs() if run.state != RunState.FINISHED.value}
 
 
-def list_cache(workspace: Path | None, cache_dir: Path | None = None) -> CacheListing:
-    """Every complete entry with its size, age, last use and the runs that use it."""
+def list_cache(workspace: Path | None, cache_dir: Path | None = None) -> CacheListing | None:
+    """Every complete entry with its size, age, last use and the runs that use it (None: the cache is off)."""
     ws, store = cache_store(workspace, cache_dir)
+    if store is None:
+        return None
     here = str(ws.root.resolve())
     users: dict[str, set[str]] = {}
     last: dict[str, float] = {}
@@ -103,16 +117,23 @@ def list_cache(workspace: Path | None, cache_dir: Path | None = None) -> CacheLi
     return CacheListing(store.root, tuple(rows), quarantined, unreadable)
 
 
-def verify_cache(workspace: Path | None, cache_dir: Path | None = None, *, deep: bool = True) -> CacheVerified:
-    """Check every entry (size, and with ``deep`` its sha256), quarantine the bad, clean interrupted writes."""
+def verify_cache(workspace: Path | None, cache_dir: Path | None = None, *,
+                 deep: bool = True) -> CacheVerified | None:
+    """Check every entry (size, and with ``deep`` its sha256), quarantine the bad, clean interrupted writes
+    (None: the cache is off)."""
     _ws, store = cache_store(workspace, cache_dir)
+    if store is None:
+        return None
     verdicts = tuple(verify_entries(store, deep=deep))
     return CacheVerified(store.root, verdicts, len(clean_leftovers(store)))
 
 
 def prune_cache(workspace: Path | None, cache_dir: Path | None = None, *, older_than: float | None,
-                keep_used: bool) -> tuple[Path, Pruned]:
-    """Prune the cache (``cache.prune``), the live and resumable runs read from the workspace's store."""
+                keep_used: bool) -> tuple[Path, Pruned] | None:
+    """Prune the cache (``cache.prune``), the live and resumable runs read from the workspace's store
+    (None: the cache is off)."""
     ws, store = cache_store(workspace, cache_dir)
+    if store is None:
+        return None
     return store.root, prune(store, older_than=older_than, keep_used=keep_used, live_runs=live_runs(ws),
                              workspace=ws.root, now=time.time())

@@ -5,7 +5,9 @@ launched (trainer, preprocessing, trial, evaluation render) still alive, here or
 shared store. Refused too while any run's request names a path inside the folder: the user's own data is
 never removed, and nothing outside the run's folder is touched (links inside it are removed, never
 followed). The order makes a failure at any point safe to repeat: the studies, then the folder, then the
-store's rows in one transaction, so the run stays listed (and can be removed again) until all else is gone.
+store's rows in one transaction, so the run stays listed (and can be removed again) until all else is gone;
+last, its use record in the latent cache is dropped (``cache.forget_run``), so ``cache prune`` may free the
+entries only it used (dropped earlier, a run still listed could lose entries it would need on a resume).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from typing import Any
 
 import yaml
 
+from ltx_pipeline.cache import forget_run
 from ltx_pipeline.engine.journal import RunJournal
 from ltx_pipeline.engine.lock import DriverLock
 from ltx_pipeline.errors import BadRequest, Refused
+from ltx_pipeline.preprocessing.cache_plan import cache_store
 from ltx_pipeline.store import Run, Store, saved_id
 from ltx_pipeline.workspace import Workspace
 from ltx_pipeline.yaml_io import load_yaml
@@ -50,6 +54,7 @@ class Removed:
     studies: list[str]
     counts: dict[str, int]
     dataset: str | None  # the run's dataset, kept
+    cache_uses_forgotten: bool = False  # its use record in the latent cache was dropped
 
 
 def removal(workspace: Path | None, name: str) -> Removal:
@@ -88,7 +93,9 @@ def remove(removal: Removal) -> Removed:
         studies = _remove_studies(ws, row.name)
         _remove_folder(removal.folder)
         counts = store.delete_run(saved_id(row))
-    return Removed(row.name, removal.folder, studies, counts, row.request.get("dataset") or None)
+        cache = cache_store(ws.root)  # the cache the run's preprocessing used (none when it is off)
+        forgotten = cache is not None and cache.root.is_dir() and forget_run(cache.root, ws.root, row.name)
+    return Removed(row.name, removal.folder, studies, counts, row.request.get("dataset") or None, forgotten)
 
 
 def _refuse_live(store: Store, run: Run) -> None:

@@ -12,8 +12,10 @@ import os
 import re
 import socket
 from collections.abc import Iterable
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ltx_pipeline.cache.hits import read_hits
 from ltx_pipeline.engine.gates import current_gate
 from ltx_pipeline.engine.lock import driver_on_store
 from ltx_pipeline.ltx.modes import MODES, generated_media
@@ -97,6 +99,7 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
         "findings": findings,
         "training": training,
         "autotune": _autotune(latest.get("autotune")),
+        "cache_hits": [asdict(hit) for hit in read_hits(paths.root)],  # per stage assembled from the latent cache
         "warnings": warnings[-10:],
         "next_command": _next_command(workspace, run.name, state, approval, _failure(latest.values(), state)),
     }
