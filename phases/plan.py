@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ltx_pipeline.backends.base import TrainerBackend
+from ltx_pipeline.backends.base import MakesBaseWeights, TrainerBackend
 from ltx_pipeline.code_identity import code_identity
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import digest
@@ -188,7 +188,7 @@ def _cache_section(ctx: LtxContext, probe: ProbeOutputs, recipe: Recipe, launch:
            else "the data check first verifies your .precomputed beside the metadata"
            if own is not None and not request.fresh_preprocess
            else f"the {request.backend} backend's base weights are made by the data check"
-           if request.backend != "ltx" and not request.model_path else None)
+           if isinstance(ctx.backend, MakesBaseWeights) and not request.model_path else None)
     try:
         models = model_paths(ctx) if why is None else None
     except BadInput:
