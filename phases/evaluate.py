@@ -19,8 +19,10 @@ from ltx_pipeline.checkpoints.files import final_weights_name
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import file_digest
 from ltx_pipeline.errors import RunFailed
+from ltx_pipeline.evaluation.checkpoint_grid import render_checkpoint_grid
 from ltx_pipeline.evaluation.render import EvalJob, EvalRenderer
 from ltx_pipeline.evaluation.sheet import SheetEntry, write_eval_sheet
+from ltx_pipeline.holdout.measure import measure_and_report
 from ltx_pipeline.ltx.audio_choice import trained_mode
 from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.ltx.evaluation import CATEGORIES, eval_sets
@@ -28,6 +30,7 @@ from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.evaluate import EvaluateOutputs, Render
+from ltx_pipeline.outputs.holdout_loss import HoldoutLoss
 from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.prepare import PrepareOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
@@ -50,17 +53,16 @@ class EvaluatePhase:
         request = ctx.request
         parts: dict[str, Any] = {"train": ctx.output_digest("train"), "data_check": ctx.output_digest("data_check"),
                                  "run request": {"eval_prompts": request.eval_prompts, "skip_eval": request.skip_eval,
-                                                 "trigger": request.trigger}}
+                                                 "trigger": request.trigger, "holdout_loss": request.holdout_loss,
+                                                 "eval_checkpoints": request.eval_checkpoints}}
         holdout = _holdout_file(ctx)
         parts["holdout"] = file_digest(holdout) if holdout is not None and holdout.is_file() else None
         return parts
 
     def run(self, ctx: LtxContext) -> PhaseResult[EvaluateOutputs]:
+        holdout = measure_and_report(ctx)  # before the renders, and whether or not they are skipped (#45)
         if ctx.request.skip_eval:
-            reason = "--skip-eval (skip_eval: true in run.yaml)"
-            ctx.narrate(f"Evaluation skipped: {reason}. `ltx-pipeline resume` with skip_eval: false in run.yaml "
-                        "renders it.")
-            return PhaseResult(EvaluateOutputs(skipped=True, reason=reason))
+            return _skipped(ctx, holdout)
         last = ctx.output(TrainOutputs).trained[-1]  # evaluate runs once every stage has trained
         config = Path(last.config)
         values = load_yaml(config.read_text(encoding="utf-8")) or {}
@@ -89,6 +91,7 @@ class EvaluatePhase:
                                 narrate=ctx.narrate)
         try:
             rendered = renderer.render(job)
+            grid = render_checkpoint_grid(ctx, job, renderer, last, rendered["renders"])  # same prompts and seeds
         except KeyboardInterrupt:
             ctx.narrate("Stopped following; the evaluation render goes on. `ltx-pipeline resume` collects it.")
             return PhaseResult(EvaluateOutputs(pending=True), pending=True)
@@ -104,7 +107,8 @@ class EvaluatePhase:
             ctx.warn(f"Left out of the evaluation contact sheet, not decodable: {', '.join(unreadable)}")
         outputs = EvaluateOutputs(skipped=False, weights=str(weights), renders=listing, notes=sets.notes,
                                   contact_sheet=str(sheet) if sheet else None, retried_dims=rendered["retried_dims"],
-                                  eval_config=str(job.config_file), prompts_file=str(eval_root / "prompts.json"))
+                                  eval_config=str(job.config_file), prompts_file=str(eval_root / "prompts.json"),
+                                  holdout_loss=holdout, grid=grid)
         summary = ctx.paths.outputs / "run-summary.md"
         if summary.is_file():
             text = with_section(summary.read_text(encoding="utf-8"), "## Evaluation renders",
@@ -127,6 +131,13 @@ class EvaluatePhase:
                    if outputs.retried_dims else "")
         return (f"{len(outputs.renders)} render(s) in outputs/eval ({counts['in_distribution']} in-distribution, "
                 f"{counts['out_of_distribution']} out-of-distribution, {counts['held_out']} held-out){retried}")
+
+
+def _skipped(ctx: LtxContext, holdout: HoldoutLoss) -> PhaseResult[EvaluateOutputs]:
+    """``--skip-eval``: no renders, said with how to get them (the holdout loss, measured before, is kept)."""
+    reason = "--skip-eval (skip_eval: true in run.yaml)"
+    ctx.narrate(f"Evaluation skipped: {reason}. `ltx-pipeline resume` with skip_eval: false in run.yaml renders it.")
+    return PhaseResult(EvaluateOutputs(skipped=True, reason=reason, holdout_loss=holdout))
 
 
 def _final_weights(stage: TrainedStage, values: dict[str, Any]) -> Path:

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from ltx_pipeline.ltx.trainer_config import ConfigFinding
 
 __all__ = ["Capabilities", "DEFAULT_MAIN_PORT", "DISTRIBUTED_MODES", "MIRRORED_TRAINER_VERSION", "MIRROR_VALIDATOR",
-           "Distributed", "LaunchSpec", "MakesBaseWeights", "Nodes", "PreprocessScript", "TrainerBackend",
-           "is_distributed", "is_secret_name", "redact_env"]
+           "Distributed", "LaunchSpec", "MakesBaseWeights", "MeasuresHoldoutLoss", "Nodes", "PreprocessScript",
+           "TrainerBackend", "is_distributed", "is_secret_name", "redact_env"]
 
 DISTRIBUTED_MODES: tuple[str, ...] = get_args(Distributed)
 #: The ltx-trainer release whose config schema ``ltx_pipeline.ltx.trainer_config`` mirrors.
@@ -206,4 +206,14 @@ class MakesBaseWeights(Protocol):
 
     def base_weights(self, folder: Path) -> Path:
         """The base weights file in ``folder`` (made there first if the trainer needs a real one)."""
+        ...
+
+
+@runtime_checkable
+class MeasuresHoldoutLoss(Protocol):
+    """A backend whose trainer can score checkpoints with its own loss on fixed noise (``ltx``, ``reference``).
+    ``simulated`` cannot: its trainer trains nothing, so there is no loss to measure."""
+
+    def holdout_loss_command(self, job: Path) -> LaunchSpec:
+        """The command that measures the holdout loss a job file (``ltx_pipeline.holdout.protocol``) describes."""
         ...

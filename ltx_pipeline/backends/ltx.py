@@ -163,6 +163,11 @@ class LtxBackend:
                                              text_encoder_path=text_encoder_path, trigger=trigger, extra_flags=flags))
         return LaunchSpec(tuple(argv), self.trainer_dir, dict(LOG_ENV))
 
+    def holdout_loss_command(self, job: Path) -> LaunchSpec:
+        """``trainer_side/holdout_loss.py`` with the trainer's interpreter: the model loads there, once."""
+        argv = self.trainer_run("python", str(TRAINER_SIDE / "holdout_loss.py"), str(job.resolve()))
+        return LaunchSpec(tuple(argv), self.trainer_dir, dict(LOG_ENV))
+
     def validator(self, *, relaxed_paths: bool = False) -> str:
         """The trainer's own config class at the checkout, when one is given and paths are strict; else the mirror.
 

@@ -107,6 +107,11 @@ class ReferenceBackend:
                              text_encoder_path=text_encoder_path, trigger=trigger, extra_flags=extra_flags)]
         return LaunchSpec(tuple(argv), dataset.resolve().parent, dict(LOG_ENV))
 
+    def holdout_loss_command(self, job: Path) -> LaunchSpec:
+        """The toy's ``holdout_loss`` module: the same job and protocol as the real trainer's script."""
+        argv = (sys.executable, "-m", "ltx_pipeline.reference_trainer.holdout_loss", str(job.resolve()))
+        return LaunchSpec(argv, job.resolve().parent, self._env())
+
     def base_weights(self, folder: Path, seed: int = 0) -> Path:
         """The toy's frozen base weights in ``folder``, created once from a seed (seconds, CPU)."""
         output = folder / "reference-base.safetensors"

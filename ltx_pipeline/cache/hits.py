@@ -17,17 +17,28 @@ from typing import Any
 
 from ltx_pipeline.workspace import atomic_write
 
-__all__ = ["HITS_FILE", "StageHits", "read_hits", "record_hits"]
+__all__ = ["HITS_FILE", "HOLDOUT_STAGE", "SANITY_STAGE", "StageHits", "read_hits", "record_hits", "stage_label"]
 
 HITS_FILE = "cache-hits.json"
 _VERSION = 1
+
+
+SANITY_STAGE = 0  # autotune's sanity set, preprocessed as "stage 0"
+HOLDOUT_STAGE = -1  # the held-out rows the holdout loss is measured on
+
+
+def stage_label(stage: int) -> str:
+    """What a preprocessed set is called wherever it is named: ``stage N``, ``sanity set`` or ``holdout set``."""
+    if stage == SANITY_STAGE:
+        return "sanity set"
+    return "holdout set" if stage == HOLDOUT_STAGE else f"stage {stage}"
 
 
 @dataclass(frozen=True)
 class StageHits:
     """One assembly of a stage's ``.precomputed``: files wanted, linked from the cache, encoded, still missing."""
 
-    stage: int  # 0: the autotune sanity set
+    stage: int  # SANITY_STAGE, HOLDOUT_STAGE or a training stage (1, 2, ...)
     wanted: int
     hits: int
     encoded: int
@@ -37,7 +48,7 @@ class StageHits:
 
     @property
     def label(self) -> str:
-        return f"stage {self.stage}" if self.stage else "sanity set"
+        return stage_label(self.stage)
 
 
 def record_hits(run_root: Path, stage: int, *, wanted: int, hits: int, encoded: int, cache: Path,

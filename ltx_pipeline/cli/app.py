@@ -14,9 +14,11 @@ import typer
 
 from ltx_pipeline.cli import (
     autotune_worker,
+    compare,
     config_tools,
     demo,
     diagnose,
+    export,
     nodes,
     remove,
     smoke,
@@ -74,5 +76,7 @@ app.command("autotune-worker")(autotune_worker.autotune_worker)
 app.command("smoke")(smoke.smoke)
 app.command("diagnose")(diagnose.diagnose)
 app.command("ui")(ui.ui)
+app.command("export")(export.export)
+app.command("compare")(compare.compare)
 app.add_typer(bench_app, name="bench")
 app.add_typer(cache_app, name="cache")

@@ -39,6 +39,7 @@ DEMO_LEARNING_RATE = 1e-2
 # (square colour, background colour) per clip: a few colours, each clip described by its caption.
 _CLIPS = (("red", "blue"), ("yellow", "purple"), ("white", "black"), ("red", "green"), ("orange", "blue"),
           ("green", "white"))
+_HELD_OUT = ("purple", "yellow")  # a pair no training clip has
 
 
 def write_demo_dataset(folder: Path, clips: int = 6, captions: bool = True) -> Path:
@@ -60,6 +61,20 @@ def write_demo_dataset(folder: Path, clips: int = 6, captions: bool = True) -> P
     if not captions:  # --from-folder: the clips alone, as most users start; the prepare phase captions them
         return folder / "videos"
     return atomic_write(folder / "dataset.json", json.dumps(rows, indent=2), root=folder)
+
+
+def write_demo_holdout(folder: Path) -> Path:
+    """One more clip of the same kind, in colours no training clip has, as ``holdout.json``: the rows the
+    evaluate phase measures the holdout loss on (``--holdout-file``) and renders as held-out prompts."""
+    from ltx_pipeline.ltx.sample_clips import write_clip
+    from ltx_pipeline.workspace import atomic_write
+
+    colour, background = _HELD_OUT
+    name = f"held-out/{colour}-square-on-{background}.mp4"
+    write_clip(folder / name, 25, 64, 96, colour=colour, background=background, fps=24.0, audio=True, phase=0.5)
+    row = {"caption": f"a {colour} square slides from left to right across a plain {background} background",
+           "video": name}
+    return atomic_write(folder / "holdout.json", json.dumps([row], indent=2), root=folder)
 
 
 def learning_lines(outputs: Path, clips: Path) -> list[str]:
@@ -108,6 +123,9 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
     ws, store = open_workspace(workspace)
     name = f"demo-{gpu}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     dataset = write_demo_dataset(ws.root / "demo-data" / name, captions=not from_folder)
+    # Captioned data has no holdout unless one is named: the demo names one clip, so its evaluate phase measures
+    # the holdout loss per checkpoint (--from-folder reserves one at the plan instead).
+    holdout = None if from_folder else str(write_demo_holdout(dataset.parent))
     out.print(f"Demo run {name}: the reference toy trainer (not LTX-2) on generated mp4 clips, planned for an assumed "
               f"{DEMO_GPUS[gpu].split(',')[0]}. The demo approves its own plan; a real run stops at the approval "
               "gate for you to read plan.md"
@@ -117,7 +135,7 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
                "buckets": "96x64x25", "steps": 60, "checkpoint_interval": 30, "validation_interval": 30,
                "trigger": "fxclp", "rank": 8, "learning_rate": DEMO_LEARNING_RATE,
                "reference_memory_scale": DEMO_MEMORY_SCALE,
-               "processes": processes if processes > 1 else None}
+               "processes": processes if processes > 1 else None, "holdout_file": holdout}
     store, run, request = prepare_run(ws, store, name, {k: v for k, v in options.items() if v is not None})
     ending = watch_drive(ws, store, run, request, approve=True)
     paths = ws.run(name)
@@ -125,7 +143,8 @@ def demo(workspace: Annotated[Path | None, typer.Option("--workspace", "-w", hel
                                    else []), paths.config_file, paths.root / "autotune.md", paths.root / "autotune.png",
                 paths.outputs / "checkpoints", paths.outputs / "samples", paths.outputs / "run-summary.md",
                 paths.outputs / "loss.png", paths.outputs / "step_time.png", paths.outputs / "eval" / "prompts.json",
-                paths.outputs / "eval" / "contact-sheet.png"]
+                paths.outputs / "eval" / "contact-sheet.png", paths.outputs / "holdout-loss.json",
+                paths.outputs / "holdout_loss.png", paths.outputs / "eval" / "grid.png"]
     if ending is Ending.DONE:  # a failed run has no figure to give; its status below says why
         for line in learning_lines(paths.outputs, dataset.parent / "videos"):
             out.print(line, markup=False)

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ltx_pipeline.cache.hits import stage_label
 from ltx_pipeline.cli.text_table import table_lines
 
 __all__ = ["print_event", "print_json", "render_status"]
@@ -93,7 +94,7 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
 
 def _cache_line(hit: dict[str, Any]) -> str:
     """``stage 1: 8 of 8 file(s) from the cache, 0 encoded`` (and any still missing), as preprocessing recorded it."""
-    where = f"stage {hit['stage']}" if hit["stage"] else "sanity set"
+    where = stage_label(int(hit["stage"]))
     missing = f", {hit['missing']} missing" if hit["missing"] else ""
     return f"{where}: {hit['hits']} of {hit['wanted']} file(s) from the cache, {hit['encoded']} encoded{missing}"
 

@@ -23,6 +23,7 @@ STRATEGIES = ("single", "mixed", "chain")  # RunRequest.strategy
 BACKENDS = ("ltx", "reference", "simulated")  # request.BACKENDS
 AUTOTUNE = ("on", "off")  # RunRequest.autotune
 AUDIO = ("auto", "on", "off")  # RunRequest.audio
+HOLDOUT_LOSS = ("on", "off")  # RunRequest.holdout_loss
 VALIDATION_MEDIA = ("auto", "without", "none")  # ltx.validation_sources.CHOICES
 CAPTIONERS = ("offline", "qwen_omni", "gemini_flash")  # ltx.preparation.CaptionerName
 
@@ -63,6 +64,8 @@ DEFAULTS = {
     "captioner": "qwen_omni on the ltx backend, offline on reference and simulated",
     "vllm_url": "http://127.0.0.1:8001/v1",
     "holdout": "~10 % of the samples (1 to 20) from 8 samples up, none below",
+    "holdout_loss": "on",
+    "eval_checkpoints": "the last checkpoint and the one with the lowest holdout loss, when they differ",
 }
 
 #: The help panel of each request option of ``run`` (``cli.help_panels.PanelCommand`` groups them).

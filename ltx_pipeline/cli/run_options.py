@@ -16,6 +16,7 @@ from ltx_pipeline.cli.run_help import (
     AUTOTUNE,
     BACKENDS,
     CAPTIONERS,
+    HOLDOUT_LOSS,
     MODE_NAMES,
     PANELS,
     STRATEGIES,
@@ -30,7 +31,8 @@ _AUTOTUNE, _EVALUATION = PANELS["autotune"], PANELS["evaluation"]
 
 __all__ = ["AcceptRiskOpt", "ApproveOpt", "AssumeGpuOpt", "AudioOpt", "AutotuneOpt", "BackendOpt", "BucketsOpt",
            "CaptionerOpt", "CheckpointIntervalOpt", "DatasetOpt", "DetachOpt", "EffectiveBatchOpt",
-           "EvalPromptOpt", "FreshPreprocessOpt", "HeadroomOpt", "HoldoutFileOpt", "HoldoutOpt",
+           "EvalCheckpointsOpt", "EvalPromptOpt", "FreshPreprocessOpt", "HeadroomOpt", "HoldoutFileOpt",
+           "HoldoutLossOpt", "HoldoutOpt",
            "LearningRateOpt", "MainIpOpt", "MainPortOpt", "MinSceneOpt", "ModeOpt", "ModelPathOpt",
            "NodesOpt", "NvidiaSmiOpt", "ProcessesOpt", "RankOpt", "SkipEvalOpt", "SlurmArgOpt", "SlurmOpt",
            "SplitOverOpt", "StepsOpt", "StrategyOpt", "SurfaceOpt", "TextEncoderPathOpt",
@@ -131,6 +133,14 @@ MinSceneOpt = Annotated[float | None, typer.Option(help="Deprecated, ignored: sc
 EvalPromptOpt = Annotated[list[str] | None, typer.Option(
     "--eval-prompt", help="An out-of-distribution prompt for the evaluation renders (repeat for more; "
     "default: 3 generic prompts with the trigger word).", rich_help_panel=_EVALUATION)]
+HoldoutLossOpt = Annotated[str | None, typer.Option(
+    metavar=choices(HOLDOUT_LOSS), help="on: measure the trainer's loss on the held-out rows at every kept checkpoint "
+    "(fixed noise; outputs/holdout-loss.json), before the renders; off: skip it." + default("holdout_loss"),
+    rich_help_panel=_EVALUATION)]
+EvalCheckpointsOpt = Annotated[str | None, typer.Option(
+    metavar="last|best|all|N", help="Which checkpoints the evaluation renders with the same prompts and seeds "
+    "(outputs/eval/grid.png, one row each): last; best (lowest holdout loss); all; N evenly spaced, the last "
+    "included." + default("eval_checkpoints"), rich_help_panel=_EVALUATION)]
 SkipEvalOpt = Annotated[bool | None, typer.Option("--skip-eval", help="Finish without the evaluation "
                                                   "renders (recorded as skipped).",
                                                   rich_help_panel=_EVALUATION)]

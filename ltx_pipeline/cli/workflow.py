@@ -30,10 +30,12 @@ from ltx_pipeline.cli.run_options import (
     DatasetOpt,
     DetachOpt,
     EffectiveBatchOpt,
+    EvalCheckpointsOpt,
     EvalPromptOpt,
     FreshPreprocessOpt,
     HeadroomOpt,
     HoldoutFileOpt,
+    HoldoutLossOpt,
     HoldoutOpt,
     LearningRateOpt,
     MainIpOpt,
@@ -86,7 +88,9 @@ def run(  # one option per request field (``cli.run_options``); options left out
     checkpoint_interval: CheckpointIntervalOpt = None, validation_interval: ValidationIntervalOpt = None,
     captioner: CaptionerOpt = None, vllm_url: VllmUrlOpt = None, holdout: HoldoutOpt = None,
     holdout_file: HoldoutFileOpt = None, split_over: SplitOverOpt = None, min_scene: MinSceneOpt = None,
-    eval_prompt: EvalPromptOpt = None, skip_eval: SkipEvalOpt = None, slurm: SlurmOpt = None,
+    eval_prompt: EvalPromptOpt = None, skip_eval: SkipEvalOpt = None, holdout_loss: HoldoutLossOpt = None,
+    eval_checkpoints: EvalCheckpointsOpt = None,
+    slurm: SlurmOpt = None,
     slurm_arg: SlurmArgOpt = None, approve: ApproveOpt = False, detach: DetachOpt = False,
 ) -> Ending:
     """Create (or update) a run and drive it: probe, plan, then stop for approval.
@@ -110,7 +114,8 @@ def run(  # one option per request field (``cli.run_options``); options left out
         main_ip=main_ip, main_port=main_port,
         checkpoint_interval=checkpoint_interval, validation_interval=validation_interval, captioner=captioner,
         vllm_url=vllm_url, holdout=holdout, holdout_file=holdout_file, eval_prompts=eval_prompt,
-        skip_eval=skip_eval, slurm=slurm, slurm_args=slurm_arg).given()
+        skip_eval=skip_eval, holdout_loss=holdout_loss, eval_checkpoints=eval_checkpoints, slurm=slurm,
+        slurm_args=slurm_arg).given()
     ws, found = find_workspace(workspace)  # nothing is written before the request is accepted
     store, run_row, request = prepare_run(ws, found, run_name, with_request_file(request_file, given))
     return watch_drive(ws, store, run_row, request, approve, RunOptions(detach=detach))

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from ltx_pipeline.engine.outputs import PhaseOutputs
+from ltx_pipeline.outputs.holdout_loss import HoldoutLoss
 
 __all__ = ["EvaluateOutputs", "Render"]
 
@@ -45,13 +46,20 @@ class EvaluateOutputs(PhaseOutputs):
     retried_dims: list[int] | None = None
     eval_config: str | None = None
     prompts_file: str | None = None
+    holdout_loss: HoldoutLoss | None = None  # measured before the renders (None: a run from before #45)
+    grid: str | None = None  # outputs/eval/grid.png: checkpoints x prompts (evaluation.checkpoint_grid)
 
     def to_stored(self) -> dict[str, Any]:
         if self.pending:
             return {"pending": True}
         if self.skipped:
-            return {"skipped": True, "reason": self.reason}
+            held = {"holdout_loss": self.holdout_loss.model_dump(mode="json")} if self.holdout_loss else {}
+            return {"skipped": True, "reason": self.reason, **held}
         data = self.model_dump(mode="json")
+        if self.holdout_loss is None:
+            data.pop("holdout_loss")
+        if self.grid is None:
+            data.pop("grid")
         data.pop("reason")
         data.pop("pending")
         return data

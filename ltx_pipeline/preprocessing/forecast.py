@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.cache import CacheKey, EntryStore, Miss, Modality, explain_miss
+from ltx_pipeline.cache.hits import stage_label
 from ltx_pipeline.env_names import LATENT_CACHE_ENV
 from ltx_pipeline.ltx.autotune import search_space
 from ltx_pipeline.ltx.buckets import Bucket, format_buckets
@@ -53,7 +54,7 @@ class Step:
     @property
     def label(self) -> str:
         """As preprocessing names it in its narration."""
-        return f"Stage {self.stage}" if self.stage else "Sanity set"
+        return stage_label(self.stage).capitalize()
 
 
 @dataclass(frozen=True)

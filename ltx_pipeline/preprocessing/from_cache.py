@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.cache import Assembly, Claim, ClaimState, Want, assemble
-from ltx_pipeline.cache.hits import record_hits
+from ltx_pipeline.cache.hits import record_hits, stage_label
 from ltx_pipeline.errors import PhaseFailed
 from ltx_pipeline.ltx.metadata import sample_name
 from ltx_pipeline.ltx.precomputed_layout import PlannedOutput, PreprocessScript, dataset_roles, script_for
@@ -72,7 +72,7 @@ def fill_from_cache(ctx: Any, plan: CachePlan, output_dir: Path, encode: Encode)
 
 
 def _label(stage: int) -> str:
-    return f"Stage {stage}" if stage else "Sanity set"
+    return stage_label(stage).capitalize()
 
 
 def _assemble(ctx: Any, plan: CachePlan, output_dir: Path, *, deep: bool = True) -> Assembly:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.backends.base import MakesBaseWeights
+from ltx_pipeline.cache.hits import stage_label
 from ltx_pipeline.cache.provenance import made_from
 from ltx_pipeline.errors import BadDataset, BadInput, PhaseFailed
 from ltx_pipeline.ltx.buckets import Bucket, format_buckets
@@ -155,7 +156,7 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
                               extra_flags=extra_flags)
     identity["made_from"] = made_from(metadata_file, ctx.backend)  # not digested: lets `cache import` key the files
     media = _primary_media(metadata_file, mode)
-    label = f"Stage {stage}" if stage else "Sanity set"
+    label = stage_label(stage).capitalize()
     if output_dir.is_dir() and any(output_dir.iterdir()):
         reused = _verify_existing(ctx, output_dir, identity, label, mode, buckets, media, metadata_file,
                                   model_path, text_encoder_path)

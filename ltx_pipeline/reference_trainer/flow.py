@@ -132,20 +132,22 @@ def _tokens(kind: str, latents: torch.Tensor) -> tuple[torch.Tensor, tuple[int, 
 
 
 def prepare_step(batch: dict, modalities: list[Modality], mode: str, params: dict,
-                 device: torch.device) -> StepInputs:
-    """Noise a batch: shared per-sample sigma, conditions drawn per sample, velocity targets."""
+                 device: torch.device, sigma: torch.Tensor | None = None) -> StepInputs:
+    """Noise a batch: shared per-sample sigma, conditions drawn per sample, velocity targets.
+
+    ``sigma`` ([B]) stands in for the sampler's draw: the holdout loss measures at fixed noise levels.
+    """
     conditions = batch["conditions"]
     text = conditions["video_prompt_embeds"].float().to(device)
     text_mask = conditions["prompt_attention_mask"].to(device)
     parts: dict[str, tuple] = {}
-    sigma = None
     coords = None
     for modality in modalities:
         clean, shape = _tokens(modality.kind, batch[modality.key]["latents"].float().to(device))
         b, n, _ = clean.shape
         if modality.kind == "video":
             coords = video_coords(*shape, device=device)
-            sigma = sample_sigmas(b, n, mode, params).to(device)
+            sigma = (sample_sigmas(b, n, mode, params) if sigma is None else sigma.float()).to(device)
         keep_clean = torch.zeros(b, n, dtype=torch.bool, device=device)
         for i in range(b):
             sample = {k: {kk: vv[i] for kk, vv in v.items()} for k, v in batch.items() if isinstance(v, dict)}

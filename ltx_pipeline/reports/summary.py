@@ -195,6 +195,10 @@ def eval_section(outputs: EvaluateOutputs, *, base: Path) -> str:
                      "were made at those smaller dims.")
     if outputs.contact_sheet:
         lines.append("- Contact sheet (first, middle and last frame of each render): `eval/contact-sheet.png`.")
+    if outputs.grid:
+        lines.append("- Checkpoints x prompts (the same prompts and seeds at each chosen checkpoint; "
+                     "`eval/grid.json` lists every render): "
+                     f"`{Path(outputs.grid).relative_to(base).as_posix()}`.")
     lines.append(f"- Eval config: `{outputs.eval_config}`.")
     return "\n".join(lines) + "\n"
 

@@ -57,6 +57,7 @@ from pydantic_core import PydanticCustomError
 
 from ltx_pipeline.errors import BadRequest
 from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, parse_buckets
+from ltx_pipeline.ltx.eval_checkpoints import check_choice
 from ltx_pipeline.ltx.modes import MODES
 from ltx_pipeline.ltx.preparation import DEFAULT_VLLM_URL, CaptionerName, default_captioner
 
@@ -68,7 +69,7 @@ URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 DEFAULT_SINGLE_BUCKET = "960x544x49"  # the skill's per-mode default proposal
 DEFAULT_MIXED_BUCKETS = "960x544x121;1280x704x81"  # seed 002's mixed example: motion + detail
 #: Request fields only the evaluate phase reads (the plan's fingerprint leaves them out).
-EVAL_ONLY_FIELDS = ("eval_prompts", "skip_eval")
+EVAL_ONLY_FIELDS = ("eval_prompts", "skip_eval", "holdout_loss", "eval_checkpoints")
 #: Where the nodes meet: read by validate (the launch), not by the plan (changing the port needs no new approval).
 RENDEZVOUS_FIELDS = ("main_ip", "main_port")
 #: Fields whose default is resolved here from other fields: stored as asked (None when not given, see the docstring).
@@ -136,6 +137,10 @@ class RunRequest(BaseModel):
     # Evaluate phase: out-of-distribution prompts (default: 3 generic ones with the trigger word), or none at all.
     eval_prompts: list[str] = Field(default_factory=list, max_length=20)
     skip_eval: bool = False
+    # The trainer's loss on the held-out rows per checkpoint, measured before the renders (where a holdout exists).
+    holdout_loss: Literal["on", "off"] = "on"
+    # Which checkpoints the evaluation renders (last, best, all or a number; None: the last and the lowest-holdout one).
+    eval_checkpoints: str | None = None
     # Training on a SLURM cluster: the train phase writes <run>/slurm/*.sbatch and submits it (sbatch),
     # with the user's own #SBATCH options (partition, account, time...) passed through verbatim.
     slurm: bool = False
@@ -186,6 +191,11 @@ class RunRequest(BaseModel):
         if not value or "\n" in value:
             raise ValueError("trigger must be a non-empty single line")
         return value
+
+    @field_validator("eval_checkpoints")
+    @classmethod
+    def _known_checkpoints(cls, value: str | None) -> str | None:
+        return None if value is None else check_choice(value.strip().lower())
 
     @field_validator("eval_prompts")
     @classmethod

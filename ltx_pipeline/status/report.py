@@ -19,6 +19,7 @@ from ltx_pipeline.cache.hits import read_hits
 from ltx_pipeline.engine.gates import current_gate
 from ltx_pipeline.engine.lock import driver_on_store
 from ltx_pipeline.ltx.modes import MODES, generated_media
+from ltx_pipeline.status.holdout_loss import holdout_loss
 from ltx_pipeline.status.live import GpuReader, LogSummary, WeightsFiles, live_training
 from ltx_pipeline.status.stored import autotune_sweep, planned_audio, probe_findings
 from ltx_pipeline.store.rows import saved_id
@@ -99,7 +100,8 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
         "findings": findings,
         "training": training,
         "autotune": _autotune(latest.get("autotune")),
-        "cache_hits": [asdict(hit) for hit in read_hits(paths.root)],  # per stage assembled from the latent cache
+        "cache_hits": [{**asdict(hit), "label": hit.label} for hit in read_hits(paths.root)],  # from the cache
+        "holdout_loss": holdout_loss(paths.outputs),  # the figures file as evaluate wrote it (#45)
         "warnings": warnings[-10:],
         "next_command": _next_command(workspace, run.name, state, approval, _failure(latest.values(), state)),
     }

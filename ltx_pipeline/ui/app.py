@@ -3,6 +3,7 @@
 Routes (every one behind ``access.TokenGate``):
 
 - ``/``: the runs; ``/runs/<name>``: one run (404 for a name the workspace has no run of, or an unsafe one).
+- ``/compare?run=A&run=B``: runs side by side (``compare``); fewer than two names: the run picker.
 - ``/api/runs`` and ``/api/runs/<name>``: the JSON the pages poll every two seconds (``views``).
 - ``/files/<path>``: a workspace file (``files.servable``), with HTTP Range support so a video seeks.
 - ``/static/...``: the CSS and JavaScript shipped in the package (no CDN, no build step).
@@ -28,6 +29,7 @@ from starlette.templating import Jinja2Templates
 from ltx_pipeline.errors import LtxPipelineError, UnsafePath
 from ltx_pipeline.reports.memory_figures import format_gb
 from ltx_pipeline.ui.access import TokenGate
+from ltx_pipeline.ui.compare import compare_view
 from ltx_pipeline.ui.files import MEDIA_TYPES, servable
 from ltx_pipeline.ui.source import StoreSource
 from ltx_pipeline.ui.views import live_view, run_view, runs_view
@@ -56,6 +58,12 @@ def create_app(workspace: Workspace, token: str | None = None) -> TokenGate:
             raise HTTPException(404, "no such run in this workspace")
         return templates.TemplateResponse(request, "run.html", {"data": _finite(data)})
 
+    def compare_page(request: Request) -> Response:
+        data = compare_view(source, [_checked_name(n) for n in request.query_params.getlist("run")])
+        if data is None:
+            raise HTTPException(404, "no such run in this workspace")
+        return templates.TemplateResponse(request, "compare.html", {"data": _finite(data)})
+
     def runs_json(request: Request) -> Response:
         return JSONResponse(_finite(runs_view(source)))
 
@@ -71,7 +79,8 @@ def create_app(workspace: Workspace, token: str | None = None) -> TokenGate:
             raise HTTPException(404, "not found")
         return FileResponse(found, media_type=MEDIA_TYPES[found.suffix.lower()])
 
-    routes = [Route("/", runs_page), Route("/runs/{name}", run_page), Route("/api/runs", runs_json),
+    routes = [Route("/", runs_page), Route("/runs/{name}", run_page), Route("/compare", compare_page),
+              Route("/api/runs", runs_json),
               Route("/api/runs/{name}", run_json), Route("/files/{path:path}", workspace_file),
               Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static")]
     app = Starlette(routes=routes, exception_handlers={LtxPipelineError: _store_error, HTTPException: _http_error})
@@ -79,8 +88,12 @@ def create_app(workspace: Workspace, token: str | None = None) -> TokenGate:
 
 
 def _run_name(request: Request) -> str:
+    return _checked_name(request.path_params["name"])
+
+
+def _checked_name(name: str) -> str:
     try:
-        return validate_run_name(request.path_params["name"])
+        return validate_run_name(name)
     except UnsafePath:
         raise HTTPException(404, "no such run in this workspace") from None
 

@@ -23,6 +23,7 @@ from ltx_pipeline.store.rows import saved_id
 from ltx_pipeline.training import readers as trainer_readers
 from ltx_pipeline.ui.configs import stage_configs
 from ltx_pipeline.ui.documents import run_documents
+from ltx_pipeline.ui.grid import checkpoint_grid
 from ltx_pipeline.ui.media import eval_renders, sample_grid
 from ltx_pipeline.ui.series import training_series
 from ltx_pipeline.ui.trials import autotune_view
@@ -72,6 +73,7 @@ def run_view(source: StoreSource, name: str) -> dict[str, Any] | None:
     config_patch = _typed(latest.get("config_patch"), ConfigPatchOutputs, notes)
     autotune = _typed(latest.get("autotune"), AutotuneOutputs, notes)
     stages = _stages(config_patch)
+    evaluate = _typed(latest.get("evaluate"), EvaluateOutputs, notes)
     prior = autotune.prior.study if autotune is not None and autotune.prior is not None else None
     return {
         "run": entry, "workspace": str(root), "store": source.shown, "series": series, "checkpoints": checkpoints,
@@ -79,7 +81,7 @@ def run_view(source: StoreSource, name: str) -> dict[str, Any] | None:
         "data_check": _data_check(_typed(latest.get("data_check"), DataCheckOutputs, notes)),
         "configs": stage_configs(root, config_patch, autotune),
         "autotune": autotune_view(autotune), "samples": sample_grid(root, stages),
-        "evaluation": eval_renders(root, _typed(latest.get("evaluate"), EvaluateOutputs, notes)),
+        "evaluation": eval_renders(root, evaluate), "grid": checkpoint_grid(root, evaluate),
         "train": _train(_typed(latest.get("train"), TrainOutputs, notes)),
         "failure": _failure(entry), "related": _related(runs, entry, prior), "notes": notes,
     }

@@ -21,6 +21,7 @@ import pytest
 
 from tests.real_trainer.conftest import cli, run_args, write_clips
 from tests.real_trainer.environment import TrainerEnvironment
+from tests.real_trainer.export_checks import check_export_loads
 
 pytestmark = pytest.mark.real_trainer
 
@@ -74,6 +75,7 @@ def test_every_phase_finishes_on_the_real_trainer(trainer_env: TrainerEnvironmen
     assert "no GPU" in summary  # a CPU run's "Peak GPU memory: 0.00 GB" is not reported as a measurement
     training = report["training"]
     assert training["step"] == 8 and training["total"] == 8  # from the real log's checkpoint lines, the plan
+    check_export_loads(workspace, "r1", trainer_env, tmp_path / "export")  # #45: the export loads in the trainer
 
 
 def _trainer_process(config: Path) -> psutil.Process | None:

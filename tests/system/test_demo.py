@@ -67,3 +67,11 @@ def test_demo_runs_every_phase_with_an_oom_trial_a_winner_checkpoints_and_a_summ
     assert last < 0.88 * first, (first, last)
     renders = re.search(r"eval renders of different prompts differ by ([0-9.]+) on average", done.stdout)
     assert renders and float(renders.group(1)) > 10.0, done.stdout[-3000:]
+    # The checkpoint grid (#45): the last checkpoint and the lowest-holdout one, one row each, labelled.
+    grid = json.loads((root / "outputs" / "eval" / "grid.json").read_text())
+    steps = [row["step"] for row in grid["rows"]]
+    assert 60 in steps and set(steps) <= {30, 60}, steps
+    from PIL import Image
+
+    rows = Image.open(root / "outputs" / "eval" / "grid.png").text["Rows"].splitlines()
+    assert [line.split(" holdout ")[0] for line in rows] == [f"step {step}" for step in steps], rows

@@ -137,3 +137,13 @@ const initial = pageData();
 applyLive(initial);
 renderTrials(initial.autotune);
 poll("/api/runs/" + encodeURIComponent(initial.run.name), applyLive);
+
+// The checkpoint grid: "Play row" plays that row's renders from their start, side by side.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest ? event.target.closest(".play-row") : null;
+  if (!button) return;
+  for (const media of button.closest("tr").querySelectorAll("video, audio")) {
+    media.currentTime = 0;
+    media.play().catch(() => {});
+  }
+});

@@ -68,3 +68,12 @@ def test_rm_forgets_the_runs_use_record_so_prune_may_free_its_entries(
     capsys.readouterr()
     assert main(["cache", "prune", "--workspace", str(workspace), "--keep-used"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == f"Removed 1 entry from {store.root}, 700 B freed."
+
+
+def test_each_preprocessed_set_has_one_name_everywhere() -> None:
+    """status, the dashboard and preprocessing's narration name a set the same way (the holdout is not "stage -1")."""
+    from ltx_pipeline.cache.hits import HOLDOUT_STAGE, SANITY_STAGE, StageHits, stage_label
+
+    assert [stage_label(s) for s in (SANITY_STAGE, HOLDOUT_STAGE, 1, 2)] == [
+        "sanity set", "holdout set", "stage 1", "stage 2"]
+    assert StageHits(HOLDOUT_STAGE, 3, 3, 0, 0, "/c", 0.0).label == "holdout set"
