@@ -231,6 +231,10 @@ class PreparePhase:
                 atomic_write(files.holdout, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen),
                              root=ctx.workspace)
                 ctx.narrate(f"Held out {len(held)} sample(s) (seed 42) into {files.holdout}: {', '.join(held)}")
+        # Compared as resolved files: holdout.jsonl names a --holdout-file's clips by absolute path and the
+        # rows by their media/ names, so a name comparison let those clips back into training on a re-run.
+        held_files = {str((files.root / name).resolve()) for name in held}
+        held = [row["video"] for row in rows if str((files.root / row["video"]).resolve()) in held_files]
         training = [row for row in rows if row["video"] not in set(held)]
         wanted = {row["video"]: row["caption"] for row in training}
         if _captions_in(files.metadata) != wanted:  # the same rows as the user left them: not rewritten

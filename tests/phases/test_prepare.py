@@ -237,3 +237,29 @@ def test_engine_killed_while_captioning_then_resume_captions_nothing_twice(works
     assert f"Captioning {24 - len(before)} clip(s)" in second.stdout
     after = {r["media_path"]: r["caption"] for r in json.loads(progress.read_text())}
     assert {k: after[k] for k in before} == before and len(after) == 24
+
+
+@pytest.mark.usefixtures("training_registered", "up_to_prepare")
+def test_your_holdout_file_stays_out_of_training_when_the_captions_are_prepared_again(workspace, tmp_path,
+                                                                                     fake_smi, capsys) -> None:
+    folder = clip_folder(tmp_path / "clips", 4)
+    holdout = tmp_path / "held.json"
+    holdout.write_text(json.dumps([{"caption": "a held-out clip", "video": "clips/shot01.mp4"}]))
+    args = [a for a in reference_args(workspace, folder, fake_smi(H100_SMI), "--steps", "2", "--holdout-file",
+                                      str(holdout)) if a != "--approve"]
+    assert main(args) == 3
+    assert approve(workspace) == 0 and resume(workspace) == 3
+    metadata = workspace / "r1" / "dataset" / "dataset.json"
+
+    def trained() -> set[str]:
+        return {Path(r["video"]).name for r in json.loads(metadata.read_text())}
+
+    assert trained() == {"shot00.mp4", "shot02.mp4", "shot03.mp4"}
+    rows = json.loads(metadata.read_text())
+    rows[0]["caption"] = "my own words"  # a hand edit: the prepare phase runs again over the same split
+    metadata.write_text(json.dumps(rows, indent=1))
+    capsys.readouterr()
+    assert resume(workspace) == 3
+    assert trained() == {"shot00.mp4", "shot02.mp4", "shot03.mp4"}  # shot01 is still held out
+    store, run = store_of(workspace)
+    assert store.latest_phase_runs(run.id)["prepare"].outputs["samples"] == 3
