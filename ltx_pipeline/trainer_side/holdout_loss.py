@@ -122,6 +122,10 @@ class _Model:
         unexpected = list(getattr(result, "unexpected_keys", []) or [])
         if unexpected:
             raise ValueError(f"{weights} does not fit the model's LoRA adapter: unexpected keys {unexpected[:3]}")
+        # A LoRA key the file lacks would keep the previous checkpoint's value: its figure would be a mix.
+        missing = [k for k in getattr(result, "missing_keys", []) or [] if "lora_" in k]
+        if missing:
+            raise ValueError(f"{weights} lacks LoRA weights the adapter has: {missing[:3]}")
 
 
 class _FixedSigma:
@@ -182,8 +186,12 @@ def _one(model: _Model, batch: dict[str, Any], sigma: float, seed: int) -> tuple
     _seeded(seed)
     batch = {k: (dict(v) if isinstance(v, dict) else v) for k, v in batch.items()}  # the strategy may write into it
     inputs = model.strategy.prepare_training_inputs(batch, _FixedSigma(sigma))
-    with torch.no_grad(), model.accelerator.autocast():
-        video_pred, audio_pred = model.transformer(video=inputs.video, audio=inputs.audio, perturbations=None)
+    with torch.no_grad():
+        with model.accelerator.autocast():
+            video_pred, audio_pred = model.transformer(video=inputs.video, audio=inputs.audio, perturbations=None)
+        # As in training: accelerate hands the loss fp32 predictions, and the loss is computed outside autocast.
+        video_pred = None if video_pred is None else video_pred.float()
+        audio_pred = None if audio_pred is None else audio_pred.float()
         total = model.strategy.compute_loss(video_pred, audio_pred, inputs).float().mean().item()
         video = (model.strategy.compute_loss(video_pred, None, inputs).float().mean().item()
                  if inputs.video_targets is not None and video_pred is not None else None)

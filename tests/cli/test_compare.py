@@ -34,7 +34,12 @@ def _recorded(workspace: Path, name: str) -> dict[str, object]:
 
 
 def test_compare_names_the_learning_rate_patch_and_prints_both_runs_figures(
-        compare_workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+        compare_workspace: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from ltx_pipeline.cli.console import out
+
+    # A console as wide as a desktop terminal: at 80 cells (an xdist worker's) the tables fold their cells.
+    monkeypatch.setattr(out, "width", 200)
     workspace = compare_workspace
     assert main(["compare", "r1", "r2", "--workspace", str(workspace)]) == 0
     text = capsys.readouterr().out
