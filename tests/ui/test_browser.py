@@ -85,7 +85,7 @@ def test_the_finished_demo_run_is_listed_and_its_page_shows_each_part(
             f.querySelector('video').getAttribute('src'), f.querySelector('figcaption.prompt').firstChild.textContent]);
     """)
     expected = sorted([f"/files/{Path(r['file']).relative_to(workspace).as_posix()}", r["prompt"]] for r in recorded)
-    assert sorted(shown) == expected and len(expected) == 6
+    assert sorted(shown) == expected and len(expected) == 7  # 3 training captions, 3 generic, 1 held out
     # The out-of-memory trial is marked, with its reason, beside the trial that fits and the chart.
     failed = browser.find_elements(By.CSS_SELECTOR, "#trials tr.failed")
     assert failed and all("out of memory" in row.text for row in failed)
