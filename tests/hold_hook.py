@@ -1,4 +1,6 @@
-"""A ``sitecustomize.py`` for engine subprocesses: hold the engine inside a named phase.
+"""``sitecustomize.py`` hooks that hold a process at a known point, so a test can kill it there.
+
+``HOLD``, for engine subprocesses: hold the engine inside a named phase.
 
 Write ``HOLD`` as ``sitecustomize.py`` into a folder on the engine's ``PYTHONPATH`` and set
 ``HOLD_IN_PHASE`` (the phase) and ``HOLD_MARKER`` (a file written once the engine is held there): the
@@ -44,3 +46,25 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, _PatchOnImport())
 '''
+
+HOLD_HOLDOUT_RESULTS = '''
+import os, pathlib, time
+
+_replace = os.replace
+
+
+def _hold_after_first_result(src, dst, *args, **kwargs):
+    """After the holdout-loss script writes its results file the first time (one checkpoint measured), write this
+    process's pid to HOLD_HOLDOUT_MARKER and sleep: the test kills it mid-measurement, at a known point."""
+    _replace(src, dst, *args, **kwargs)
+    marker = os.environ.get("HOLD_HOLDOUT_MARKER")
+    path = pathlib.Path(os.fsdecode(dst))
+    if marker and path.name == "results.json" and path.parent.name == "holdout" and not os.path.exists(marker):
+        pathlib.Path(marker).write_text(str(os.getpid()))
+        time.sleep(300)
+
+
+os.replace = _hold_after_first_result
+'''
+"""A ``sitecustomize.py`` for the trainer's interpreter: hold the holdout-loss script right after its first
+measured checkpoint is written (``HOLD_HOLDOUT_MARKER`` names the file that receives its pid)."""

@@ -3,26 +3,56 @@
 Four real clips, ``--holdout 1``, 4 steps with a checkpoint every 2, ``--skip-eval`` (the renders are another
 test's): the evaluate phase measures step 0 (the base, adapter disabled) and every kept checkpoint with
 ``trainer_side/holdout_loss.py`` under the trainer's interpreter, on the held-out clip's latents and on training
-rows. Checked: the figures file has step 0 and every checkpoint, checkpoints give different figures, measuring again
-from scratch gives identical figures (fixed sigmas and seeds), and the held-out clip is nowhere in what train.py
-trained on (its preprocessed folder) while its latents are in the run's holdout folder.
+rows. The measurement is SIGKILLed (the engine and the script) right after its first checkpoint is written, then
+``resume`` measures only the two missing ones. Checked: the figures file has step 0 and every checkpoint,
+checkpoints give different figures, measuring again from scratch gives identical figures (fixed sigmas and seeds),
+and the held-out clip is nowhere in what train.py trained on (its preprocessed folder) while its latents are in the
+run's holdout folder.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.hold_hook import HOLD_HOLDOUT_RESULTS
 from tests.real_trainer.conftest import THREADS, cli, run_args, write_clips
 from tests.real_trainer.environment import TrainerEnvironment
 
 pytestmark = pytest.mark.real_trainer
 
 SCRIPT = Path(__file__).resolve().parents[2] / "ltx_pipeline" / "trainer_side" / "holdout_loss.py"
+
+
+def _run_killed_mid_measurement(args: list[str], tmp_path: Path) -> None:
+    """``run`` until the holdout-loss script has written its first checkpoint's figures; then SIGKILL the engine and
+    the script (a machine that lost power: nothing re-attaches, the script must start again)."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(HOLD_HOLDOUT_RESULTS)
+    marker = tmp_path / "measuring.pid"
+    path = os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, **THREADS, "PYTHONPATH": path, "HOLD_HOLDOUT_MARKER": str(marker)}
+    log = (tmp_path / "engine.log").open("w")
+    engine = subprocess.Popen([sys.executable, "-m", "ltx_pipeline.cli", *args], stdout=log, stderr=subprocess.STDOUT,
+                              env=env)
+    deadline = time.monotonic() + 1200
+    while not marker.is_file() and engine.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    engine.kill()
+    engine.wait()
+    log.close()
+    assert marker.is_file(), (tmp_path / "engine.log").read_text()[-4000:]
+    time.sleep(0.2)  # the pid is written before the sleep starts
+    os.kill(int(marker.read_text()), signal.SIGKILL)
 
 
 def _figures(entries: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
@@ -36,9 +66,18 @@ def test_holdout_loss_per_checkpoint_is_measured_deterministically_on_rows_never
     args = run_args(workspace, trainer_env, trainer_root, tiny_model, dataset, "--run", "r1", "--approve",
                     "--skip-eval", "--holdout", "1", "--steps", "4", "--checkpoint-interval", "2",
                     "--validation-interval", "100", "--captioner", "offline")
-    done = cli(*args)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    _run_killed_mid_measurement(args, tmp_path)
     run = workspace / "r1"
+    killed = json.loads((run / "holdout" / "results.json").read_text())["checkpoints"]
+    assert [e["step"] for e in killed] == [0]  # the script died measuring its second checkpoint
+    log = run / "logs" / "holdout_loss.log"
+    before = log.read_text().count("LTX_PIPELINE_HOLDOUT ")
+    done = cli("resume", "--workspace", str(workspace), "--run", "r1", "--approve")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "Holdout loss: measuring 2 of 3 checkpoint(s)" in done.stdout + done.stderr
+    measured_again = [json.loads(line.split("LTX_PIPELINE_HOLDOUT ", 1)[1])
+                      for line in log.read_text().splitlines() if "LTX_PIPELINE_HOLDOUT " in line][before:]
+    assert "loaded_s" in measured_again[0] and [e["step"] for e in measured_again[1:]] == [2, 4]  # step 0 kept
     rows = json.loads((run / "outputs" / "holdout-loss.json").read_text())
     checkpoints = sorted((run / "outputs" / "checkpoints").glob("lora_weights_step_*.safetensors"))
     assert [r["step"] for r in rows] == [0, 2, 4]
