@@ -36,7 +36,8 @@ Import from this package only; the inner modules are private and import one way
 - ``_kinds`` (the kind vocabulary, ``FixStep``), ``_launcher`` (``[rankN]: ``, SLURM ``0: `` and front ends'
   prefixes), ``_phase`` (the trainer's phase lines and frames), ``_detect`` (dependency, dataset and
   stale-embedding failures), ``_generic`` (other trainers' and launchers' words: parser refusals, empty datasets,
-  signals named in text), ``_oom_fixes`` (OOM fixes, each strictly cheaper than what the run used): leaves that
+  signals named in text), ``_exceptions`` (the root exception of a traceback, its type and message shape -> a
+  kind), ``_oom_fixes`` (OOM fixes, each strictly cheaper than what the run used): leaves that
   ``_classify`` imports.
 """
 

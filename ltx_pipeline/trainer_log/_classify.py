@@ -29,6 +29,7 @@ from ltx_pipeline.trainer_log._detect import (
 )
 from ltx_pipeline.trainer_log._dropped import dropped_items_failure
 from ltx_pipeline.trainer_log._events import ErrorSignal, Event, StepEvent
+from ltx_pipeline.trainer_log._exceptions import exception_failure
 from ltx_pipeline.trainer_log._generic import (
     config_parse_failure,
     empty_dataset_failure,
@@ -161,6 +162,8 @@ def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], st
         # No out-of-memory line: who sent the signal is not in the log, so it is not guessed.
         return Failure("killed", f"killed (SIGKILL): by a user, or the kernel's OOM killer (exit code {exit_code}, "
                        f"signal {signal}; the log shows no out-of-memory line)", fix=_killed_fix())
+    if raised := exception_failure(lines):  # no phrase known: the root exception's type and message shape
+        return Failure(raised.kind, raised.evidence, fix=raised.fix)
     if dropped := dropped_items_failure(lines):  # skipped files or missing caches, and no exception after them
         return Failure(dropped.kind, dropped.evidence, fix=dropped.fix)
     return Failure("crash", _crash_evidence(lines, signals, exit_code, signal), fix=[FixStep(None, None, (

@@ -23,7 +23,10 @@ __all__ = ["config_parse_failure", "empty_dataset_failure", "signal_from_launche
            "unavailable_backend_failure"]
 
 _ARGPARSE_RE = re.compile(r"^\S+: error: (?:argument |unrecognized arguments|the following arguments are required|"
-                          r"ambiguous option|invalid choice)")
+                          r"ambiguous option|invalid choice)|"
+                          # click's and typer's (the LTX trainer's scripts use typer): an option by its dashes.
+                          r"\b(?:Missing option ['\"]--|No such option: --|Invalid value for ['\"]--|"
+                          r"Got unexpected extra arguments? \()")
 # Decoders (TOML, YAML) and the schema libraries trainers validate their configs with: voluptuous (kohya's
 # sd-scripts and musubi-tuner), pydantic, jsonschema.
 _CONFIG_FILE_RE = re.compile(r"TomlDecodeError|TOMLDecodeError|yaml\.(?:scanner|parser)\.\w+Error|"

@@ -6,7 +6,14 @@ anything else reads the line, and the rank kept, so a failure on one rank is rep
 torchrun's closing ``ChildFailedError`` block names the failed rank as ``rank : 1 (local_rank: 1)``.
 SLURM's ``srun --label`` puts the task number first (``0: Traceback ...``): it is a rank as well. Front ends that
 run a trainer as a subprocess tag its lines too (``[sd-scripts] ``, ``Training STDERR: ``, ``[08:03:35] [STDERR] ``,
-``[MusubiTuner WanLoRATrainer] TRAINER: ``): those are stripped and carry no rank. Pure standard library.
+``[MusubiTuner WanLoRATrainer] TRAINER: ``): those are stripped and carry no rank.
+
+Logs pasted into an issue carry more: the header each logging setup puts first (a date and time, a level in
+brackets or before a colon, a logger name, DeepSpeed's ``[launch.py:325:sigkill_handler]``, loguru's
+``| ERROR    | module:func:12 - ``, docker compose's ``service-1  | ``), ANSI colour codes, progress bars redrawn
+with carriage returns, and markdown (code fences, ``> `` quotes, ``**bold**`` and backticks around a line).
+Each is a shape, not a phrase: removed generally, so the message itself is what the classifier reads. Rich's own
+``ERROR    message   file.py:12`` layout is left for ``_grammar``. Pure standard library.
 """
 
 from __future__ import annotations
@@ -15,13 +22,32 @@ import re
 
 __all__ = ["failed_rank_from_summary", "strip_launcher_prefixes"]
 
-_PREFIX_RE = re.compile(r"^\[(?:rank|default)\s?(\d+)\]:[ ]?")
+# The bracket may be lost in a paste ("rank0]: ..." at the start of a copied selection).
+_PREFIX_RE = re.compile(r"^\[?(?:rank|default)\s?(\d+)\]:[ ]?")
 _SLURM_LABEL_RE = re.compile(r"^(\d{1,5}): ")
 # A front end's tag: a bracketed name or clock time, or a "<name> STDERR:"/"TRAINER:" label. A bracketed tag starts
 # with a letter and holds no ":", "=" or "," (torch's "[W1106 10:18:14.6 ...cpp:1524]" and Python lists are no
 # tags); a line that is nothing but a tag is kept as it is.
 _TOOL_PREFIX_RE = re.compile(r"^(?:\[(?:[A-Za-z][\w .\-]{0,40}|\d{2}:\d{2}:\d{2})\] ?|"
                              r"(?:\w+ )?(?:STDERR|STDOUT|TRAINER): ?)")
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# A logging header: date/time, level, logger name or source location, in the orders logging setups use.
+_CLOCK = r"\d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
+_STAMP = rf"\d{{4}}[-/]\d{{2}}[-/]\d{{2}}[ T]{_CLOCK}(?:Z|[+-]\d{{2}}:?\d{{2}})?"
+_LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
+_HEADER_RE = re.compile(
+    rf"^(?:\[{_STAMP}\]|{_STAMP}|\[{_CLOCK}\])\s*(?:\|\s*|-\s+)?"  # a date and time (bracketed or not)
+    rf"|^\[{_LEVEL}\]\s*"  # [ERROR]
+    rf"|^{_LEVEL}:(?:[\w.<>\-]+:)?\s?(?=\S)"  # Python logging's default "ERROR:name.space:"
+    rf"|^{_LEVEL}\s*\|\s*(?:[\w.<>\-]+:[\w.<>\-]+:\d+\s+-\s+)?"  # loguru's "ERROR    | mod:func:12 - "
+    r"|^\([\w.<>\-]+\)\s+"  # a logger name in parentheses after the level: "(__main__) "
+    r"|^\[[\w.\-]+\.py:\d+(?::\w+)?\]\s*"  # a source location: "[launch.py:325:sigkill_handler]"
+    r"|^[\w.\-]+-\d+\s+\|\s"  # docker compose: "trainer-1  | "
+)
+_FENCE_RE = re.compile(r"^\s*(?:```|~~~)[\w+\-]*\s*$")
+_QUOTE_RE = re.compile(r"^(?:>\s?)+")
+_WRAPPED_RE = re.compile(r"^(\*\*|__|`)(?P<text>.+?)\1(?P<rest>[.:]?)$")
+_BOLD_RE = re.compile(r"\*\*(\S(?:[^*]*\S)?)\*\*")  # not "**kwargs": a pair around text
 _CHILD_RANK_RE = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
 
 
@@ -31,15 +57,35 @@ def strip_launcher_prefixes(lines: list[str]) -> tuple[list[str], list[int | Non
     ranks: list[int | None] = []
     for line in lines:
         rank: int | None = None
-        for _ in range(4):  # prefixes nest: "0: [rank0]: ...", "[08:03:35] [STDERR] ..."
+        line = _unformatted(line)
+        for _ in range(6):  # prefixes nest: "0: [rank0]: ...", "[08:03:35] [STDERR] ...", "<stamp> [ERROR] ..."
             if match := _PREFIX_RE.match(line) or _SLURM_LABEL_RE.match(line):
                 rank = int(match.group(1)) if rank is None else rank
-            elif not (match := _TOOL_PREFIX_RE.match(line)) or not line[match.end():].strip():
+            elif not (match := _TOOL_PREFIX_RE.match(line) or _HEADER_RE.match(line)) or not line[match.end():].strip():
                 break
             line = line[match.end():]
-        stripped.append(line)
+        stripped.append(_unwrapped(line))
         ranks.append(rank)
     return stripped, ranks
+
+
+def _unformatted(line: str) -> str:
+    """The line as a terminal showed it last, outside markdown: no ANSI codes, redraws, fences or quote marks."""
+    if "\x1b" in line:
+        line = _ANSI_RE.sub("", line)
+    if "\r" in line.rstrip("\r"):  # a progress bar redrawn: the last state is what was visible
+        line = next((part for part in reversed(line.split("\r")) if part.strip()), "")
+    if _FENCE_RE.match(line):
+        return ""
+    return _QUOTE_RE.sub("", line) if line.startswith(">") else line
+
+
+def _unwrapped(line: str) -> str:
+    """A message set in bold or code markup, without the markup (``**ValueError: x**`` -> ``ValueError: x``)."""
+    stripped = line.strip()
+    if match := _WRAPPED_RE.match(stripped):
+        return match.group("text").strip() + match.group("rest")
+    return _BOLD_RE.sub(r"\1", line) if "**" in line else line
 
 
 def failed_rank_from_summary(lines: list[str]) -> int | None:

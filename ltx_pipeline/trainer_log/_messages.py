@@ -89,6 +89,9 @@ _ERROR_PATTERNS = (
     ("worker_killed", re.compile(r"DataLoader worker \(pid[^)]*\) is killed by signal")),
     # The kernel's OOM killer (dmesg / journalctl -k): host RAM, not the GPU; before "oom", which it would match.
     ("oom_killer", re.compile(r"(?i:out of memory): Kill(?:ed)? process \d+|oom-kill:|oom_reaper: reaped process")),
+    # The CPU allocator's refusal ("DefaultCPUAllocator: not enough memory: you tried to allocate ..."), Windows'
+    # commit limit, C++'s bad_alloc: host memory, before "oom", whose "tried to allocate" it would match.
+    ("host_memory", re.compile(r"DefaultCPUAllocator|paging file is too small|std::bad_alloc")),
     ("oom", re.compile(
         r"OutOfMemoryError|out of memory|Tried to allocate|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED",
         re.IGNORECASE)),
@@ -112,7 +115,7 @@ _ERROR_PATTERNS = (
 )
 # Cheap pre-filter so ordinary lines skip the error regexes entirely.
 _ERROR_HINT_RE = re.compile(
-    r"rror|emory|llocate|ALLOC|shm|killed|Killed|Traceback|exist|No data files|No valid samples|"
+    r"rror|emory|llocate|ALLOC|shm|killed|paging file|bad_alloc|Killed|Traceback|exist|No data files|No valid samples|"
     r"Invalid checkpoint|No such file|oom|oss[:=\s]|OSS[:=\s]|file named|(?i:\b(?:nan|inf)s?\b)"
 )
 
