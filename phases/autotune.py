@@ -29,6 +29,7 @@ from ltx_pipeline.autotune.sweep import Sweep
 from ltx_pipeline.autotune.trial_runner import largest_stage_config
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import digest, file_digest
+from ltx_pipeline.holdout.plan_section import write_after_autotune
 from ltx_pipeline.ltx.autotune import SPACE_KEYS, format_knobs
 from ltx_pipeline.ltx.autotune.availability import OFF_REASON
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS
@@ -56,7 +57,9 @@ class AutotunePhase:
 
     def run(self, ctx: LtxContext) -> PhaseResult[AutotuneOutputs]:
         if ctx.request.autotune == "off":
-            return PhaseResult(_off(ctx))
+            off = _off(ctx)
+            write_after_autotune(ctx, off)  # plan.md's holdout-loss section: why its seconds stay unknown
+            return PhaseResult(off)
         ctx.narrate("Autotune: a short trial at full resolution with the planned config (the baseline), then "
                     "variants of quantization, optimizer, batch size or checkpointing, to find the fastest config "
                     "whose peak VRAM, training or validation, stays under the headroom. Each trial stops once its "
@@ -64,7 +67,9 @@ class AutotunePhase:
                     "a criterion.")
         sweep = Sweep(ctx, ctx.output(PlanOutputs).recipe, ctx.output(ProbeOutputs))
         sanity_root = prepare_sanity_set(ctx, sweep.max_batch)  # at most the full set's entries, linked
-        return PhaseResult(sweep.run(sanity_root, digest(_sweep_key(ctx))))
+        outputs = sweep.run(sanity_root, digest(_sweep_key(ctx)))
+        write_after_autotune(ctx, outputs)  # plan.md's holdout-loss section, with a bound from the measured step
+        return PhaseResult(outputs)
 
     def summary(self, outputs: AutotuneOutputs) -> str:
         if outputs.off:
@@ -102,11 +107,12 @@ def _inputs(ctx: LtxContext) -> dict[str, Any]:
 
 
 # What a trial overrides or never measures: the step count, the learning rate and its schedule, checkpoint and
-# validation cadence, where data and outputs are, the warm start (a trial starts from the base), W&B, the seed;
+# validation cadence, where data and outputs are, the warm start (a trial starts from the base), W&B, the seed,
+# the Hub upload at the end of training (a trial uploads nothing);
 # and the swept knobs, keyed as the plan's. Everything else in the config can change memory or speed.
 _UNMEASURED = ("optimization.steps", "optimization.learning_rate", "optimization.scheduler_type",
                "optimization.scheduler_params", "checkpoints", "validation.interval", "model.load_checkpoint",
-               "output_dir", "data.preprocessed_data_root", "wandb", "seed", *KNOB_PATHS.values())
+               "output_dir", "data.preprocessed_data_root", "wandb", "seed", "hub", *KNOB_PATHS.values())
 
 
 def _sweep_key(ctx: LtxContext) -> dict[str, Any]:

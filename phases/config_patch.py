@@ -22,6 +22,7 @@ from ltx_pipeline.ltx.buckets import parse_bucket
 from ltx_pipeline.ltx.condition_geometry import Geometry, fit_training_condition
 from ltx_pipeline.ltx.config_patch import Patch, StagePaths, apply_patches, patches_for_stage, render_diff
 from ltx_pipeline.ltx.config_values import config_value
+from ltx_pipeline.ltx.hub import hub_patches
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.recipe import Recipe, Stage, planned_stages
@@ -90,6 +91,8 @@ class ConfigPatchPhase:
                                         describe_audio=False if video_only else None)
             if video_only:
                 patches += video_only_patches(recipe.training_mode)
+            if ctx.request.push_to_hub and stage is recipe.stages[-1]:  # only the last stage's end is the result
+                patches += hub_patches(ctx.request.push_to_hub)
             text, records = apply_patches(template_text, patches)
             fitted = _fitted_condition_patches(ctx, plan, template, stage)
             if fitted:  # after the prompt rewrite: the samples are replaced whole, from the user's rows

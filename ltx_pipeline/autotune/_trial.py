@@ -34,6 +34,7 @@ from ltx_pipeline.backends.base import LaunchSpec
 from ltx_pipeline.env_names import REFERENCE_LOG_EVERY_ENV
 from ltx_pipeline.ltx.autotune import TrialResult, estimate_step_time, relative_spread
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
+from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.trainer_log import LogFollower, LogParser, TrainingProgress, classify_failure, failure_tail
 from ltx_pipeline.workspace import atomic_write
 from ltx_pipeline.yaml_io import load_yaml
@@ -118,6 +119,8 @@ def write_trial_config(ctx: Any, stage_config: Path, target: Path, *, knobs: dic
     # Accumulation changes time, not peak memory: the trial times one micro-step (accumulation 1) and
     # the planner scales it to the planned effective batch, so a trial costs 1/A of the planned steps.
     patches.append(Patch(KNOB_PATHS["gradient_accumulation_steps"], 1, "a trial times single micro-steps"))
+    if config_value(load_yaml(stage_config.read_text(encoding="utf-8")) or {}, "hub.push_to_hub"):
+        patches.append(Patch("hub.push_to_hub", False, "a trial uploads nothing (--push-to-hub is the run's)"))
     reason = f"autotune trial {number}"
     text, records = apply_patches(stage_config.read_text(encoding="utf-8"),
                                   [Patch(p.path, p.value, f"{reason}: {p.reason}") for p in patches])

@@ -17,8 +17,17 @@ from typing import Any
 from ltx_pipeline.backends.base import MeasuresHoldoutLoss
 from ltx_pipeline.checkpoints.discovery import weights_files
 from ltx_pipeline.errors import RunFailed
+from ltx_pipeline.holdout.forecast import unavailable
 from ltx_pipeline.holdout.plot import plot_holdout_loss
-from ltx_pipeline.holdout.protocol import SIGMAS, TRAIN_SAMPLES, Job, JobCheckpoint, checkpoint_id, read_results
+from ltx_pipeline.holdout.protocol import (
+    SIGMAS,
+    TRAIN_SAMPLES,
+    Job,
+    JobCheckpoint,
+    checkpoint_id,
+    read_results,
+    tree_identity,
+)
 from ltx_pipeline.holdout.rows import holdout_folder, holdout_rows, preprocess_rows
 from ltx_pipeline.holdout.summary import HEADING, holdout_section
 from ltx_pipeline.ltx.config_values import config_value
@@ -75,14 +84,8 @@ def measure_holdout_loss(ctx: LtxContext, stage: TrainedStage) -> HoldoutLoss:
 
 
 def _unavailable(ctx: LtxContext, config: Path) -> str | None:
-    """Why this run's holdout loss cannot be measured, or None."""
-    if ctx.request.holdout_loss == "off":
-        return "--holdout-loss off (holdout_loss: off in run.yaml)"
-    if not isinstance(ctx.backend, MeasuresHoldoutLoss):
-        return f"the {ctx.backend.name} backend trains nothing, so there is no loss to measure"
-    if load_config_view(config).model.training_mode != "lora":
-        return "measured for LoRA runs only: a full fine-tune's checkpoints are whole models, one model load each"
-    return None
+    """Why this run's holdout loss cannot be measured, or None (``forecast.unavailable``: plan.md says the same)."""
+    return unavailable(ctx.request.holdout_loss, ctx.backend, load_config_view(config).model.training_mode)
 
 
 def _job(ctx: LtxContext, stage: TrainedStage, config: Path, holdout_root: Path, identity: str | None) -> Job:
@@ -94,7 +97,7 @@ def _job(ctx: LtxContext, stage: TrainedStage, config: Path, holdout_root: Path,
                      for step, path in kept))
     folder = holdout_folder(ctx)
     return Job(config=config, holdout_root=holdout_root, train_root=train_root, checkpoints=checkpoints,
-               results=folder / "results.json", data_identity=identity)
+               results=folder / "results.json", data_identity=identity, train_identity=tree_identity(train_root))
 
 
 def _run(ctx: LtxContext, stage: TrainedStage, job: Job) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from typing import Any
 from ltx_pipeline.engine.fingerprint import digest
 
 __all__ = ["JOB_VERSION", "SEED", "SIGMAS", "TRAIN_SAMPLES", "Job", "JobCheckpoint", "checkpoint_id", "pick",
-           "read_results", "stratified_sigmas"]
+           "read_results", "stratified_sigmas", "tree_identity"]
 
 JOB_VERSION = 1
 SEED = 42
@@ -46,6 +46,12 @@ def pick(count: int, wanted: int | None) -> list[int]:
 def sample_seed(set_name: str, row: int, sigma_index: int) -> int:
     """The torch seed set before one sample is noised at one sigma."""
     return SEED + SET_SEED_OFFSET[set_name] + 1000 * row + sigma_index
+
+
+def tree_identity(root: Path) -> str:
+    """The files under ``root`` by relative path, size and mtime: cheap, and changed by any re-encoding."""
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+    return digest([[str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns] for p in files])[:23]
 
 
 def checkpoint_id(step: int, weights: Path | None) -> str:
@@ -76,6 +82,8 @@ class Job:
         checkpoints: step 0 first, then every kept checkpoint by step.
         results: the script's own record, one entry per checkpoint measured (resumable).
         data_identity: the held-out latents' identity (a new preprocessing makes earlier figures another protocol's).
+        train_identity: the training rows' files as they are on disk (``tree_identity``): rows encoded again, or
+            other rows, make the base's and every checkpoint's training-row figures another protocol's.
     """
 
     config: Path
@@ -84,12 +92,14 @@ class Job:
     checkpoints: tuple[JobCheckpoint, ...]
     results: Path
     data_identity: str | None
+    train_identity: str | None = None
 
     @property
     def protocol(self) -> str:
         return digest({"version": JOB_VERSION, "config": self.config.read_text(encoding="utf-8"),
                        "holdout": str(self.holdout_root), "train": str(self.train_root), "sigmas": list(SIGMAS),
-                       "seed": SEED, "train_samples": TRAIN_SAMPLES, "data": self.data_identity})
+                       "seed": SEED, "train_samples": TRAIN_SAMPLES, "data": self.data_identity,
+                       "train_rows": self.train_identity})
 
     def to_json(self) -> str:
         return json.dumps({

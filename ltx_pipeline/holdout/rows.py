@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.cache.hits import HOLDOUT_STAGE  # the holdout's preprocessing is recorded under it
+from ltx_pipeline.holdout.forecast import NO_HOLDOUT_CAPTIONED, NOTHING_HELD_OUT
 from ltx_pipeline.ltx.audio_choice import trained_mode
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.metadata import read_metadata_rows, resolve_media
@@ -46,8 +47,7 @@ def holdout_rows(ctx: LtxContext) -> HeldOut:
     prepared = ctx.has_output("prepare") and ctx.output(PrepareOutputs).prepared
     holdout = ctx.output(PrepareOutputs).holdout_file if prepared else ctx.request.holdout_file
     if not holdout or not Path(holdout).is_file():
-        why = ("nothing was held out (`--holdout N` reserves N samples at the plan)" if prepared else
-               "the dataset came captioned, so nothing was held out (`--holdout-file` names held-out rows)")
+        why = NOTHING_HELD_OUT if prepared else NO_HOLDOUT_CAPTIONED  # as plan.md's section says (forecast)
         return HeldOut(None, (), why)
     path = Path(holdout)
     rows = read_metadata_rows(path)

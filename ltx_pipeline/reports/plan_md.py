@@ -240,7 +240,20 @@ def _monitoring_and_outputs(ctx: LtxContext, probe: ProbeOutputs) -> list[str]:
             f"- Validation samples: `{outputs / 'samples'}`",
             f"- Autotune log: `{ctx.paths.root / 'autotune.log'}`",
             f"- Evaluation renders of the final weights (3 training captions, 3 out-of-distribution prompts or "
-            f"yours, up to 5 held-out; `--skip-eval` leaves them out): `{outputs / 'eval'}`", ""]
+            f"yours, up to 5 held-out; `--skip-eval` leaves them out): `{outputs / 'eval'}`",
+            *_hub_lines(ctx), ""]
+
+
+def _hub_lines(ctx: LtxContext) -> list[str]:
+    """Where the trainer uploads the final weights (``--push-to-hub``): the repo, never the token."""
+    repo = ctx.request.push_to_hub
+    if not repo:
+        return []
+    return [f"- Hugging Face Hub: at the end of training the trainer itself uploads the final weights and a model "
+            f"card it writes (with GIFs of the last validation samples, when there are any) to `{repo}` "
+            f"(`hub.push_to_hub: true`, `hub.hub_model_id: {repo}` in the last stage's config), creating the repo "
+            "if it does not exist (public unless its owner's default is private). The token is read from HF_TOKEN "
+            "(or HUGGING_FACE_HUB_TOKEN) in the training's environment and written nowhere"]
 
 
 def _assumptions_and_warnings(doc: PlanDocument) -> list[str]:

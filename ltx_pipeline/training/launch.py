@@ -11,6 +11,7 @@ its start in its append-only log and records the offset its own lines begin at.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +21,8 @@ from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, ProcessHan
 from ltx_pipeline.errors import Refused
 from ltx_pipeline.ltx.audio_choice import trained_mode
 from ltx_pipeline.ltx.buckets import parse_buckets
+from ltx_pipeline.ltx.config_values import config_value
+from ltx_pipeline.ltx.hub import require_token
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
@@ -33,6 +36,7 @@ from ltx_pipeline.training.recheck import recheck
 from ltx_pipeline.training.relaunch import apply_fix, prepare_resume
 from ltx_pipeline.training.stage import TrainingStage, stage_log
 from ltx_pipeline.training.validation import stage_launch_target, validate_stage
+from ltx_pipeline.yaml_io import load_yaml
 
 __all__ = ["launch"]
 
@@ -62,6 +66,7 @@ def launch(stage: TrainingStage) -> tuple[int | None, ProcessHandle]:
     if stage.data_stage.source == "preprocess" and ctx.backend.capabilities.uses_real_files:
         _preprocess(stage)
     recheck(stage)
+    _require_hub_token(stage)
     resumed_from = prepare_resume(stage, retried=bool(previous))
     # Last: every patch (autotune's winner, --apply-fix, load_checkpoint) is in the file now.
     validated = _validate_for_launch(stage)
@@ -84,6 +89,14 @@ def launch(stage: TrainingStage) -> tuple[int | None, ProcessHandle]:
     if nodes is not None:
         _announce_nodes(stage, nodes)
     return resumed_from, replace(launched, log_offset=offset)
+
+
+def _require_hub_token(stage: TrainingStage) -> None:
+    """A stage that uploads at its end needs a token in this engine's environment, which the trainer inherits: a
+    ``resume`` from a shell without one is refused before the launch, not after hours of training."""
+    values = load_yaml(Path(stage.config).read_text(encoding="utf-8")) or {}
+    if config_value(values, "hub.push_to_hub"):
+        require_token(str(config_value(values, "hub.hub_model_id")), os.environ)
 
 
 def _announce_nodes(stage: TrainingStage, nodes: Nodes) -> None:

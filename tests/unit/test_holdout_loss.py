@@ -12,7 +12,7 @@ import pytest
 
 from ltx_pipeline.holdout.measure import measure_holdout_loss
 from ltx_pipeline.holdout.plot import plot_holdout_loss
-from ltx_pipeline.holdout.protocol import SIGMAS, pick, stratified_sigmas
+from ltx_pipeline.holdout.protocol import SIGMAS, Job, JobCheckpoint, pick, stratified_sigmas, tree_identity
 from ltx_pipeline.holdout.rows import holdout_rows
 from ltx_pipeline.holdout.summary import holdout_section
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
@@ -153,3 +153,28 @@ def test_every_reader_reads_what_the_measurement_writes(tmp_path) -> None:
     assert rows[1].holdout == LossParts(0.25, None, 0.25)
     least = lowest(rows)
     assert least is not None and least.step == 2
+
+
+def test_training_rows_encoded_again_make_earlier_figures_another_protocols(tmp_path: Path) -> None:
+    """The base's and every checkpoint's training-row figures depend on those rows: re-encoded rows (new files, or the
+    same names written again) must not be read back as already measured."""
+    import os
+
+    config, train = tmp_path / "config.yaml", tmp_path / "train" / ".precomputed"
+    config.write_text("model: {}\n")
+    (train / "latents").mkdir(parents=True)
+    row = train / "latents" / "a.pt"
+    row.write_bytes(b"one")
+
+    def protocol() -> str:
+        return Job(config=config, holdout_root=tmp_path / "held", train_root=train,
+                   checkpoints=(JobCheckpoint(0, None, "base"),), results=tmp_path / "results.json",
+                   data_identity="d", train_identity=tree_identity(train)).protocol
+
+    first = protocol()
+    assert protocol() == first  # nothing changed: the figures are kept
+    os.utime(row, ns=(row.stat().st_atime_ns, row.stat().st_mtime_ns + 1_000_000))
+    assert protocol() != first  # the same row written again
+    second = protocol()
+    (train / "latents" / "b.pt").write_bytes(b"two")
+    assert protocol() != second  # another row
