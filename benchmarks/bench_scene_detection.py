@@ -17,19 +17,35 @@ length + 2). Prints, per detector, precision and recall per kind, false cuts on 
 hard and alike videos whose scene count is exact, and F1 over every kind but dissolve; asserts nothing.
 
     python benchmarks/bench_scene_detection.py [--videos 6] [--width 192 --height 108] [--seed 0]
+
+``--parallel`` times the scan the plan runs (``scan_videos``, ``DETECTOR`` only) instead, three ways: serially
+in this process as before #46 (a new swscale context per frame, FFmpeg's decoder threads), serially with one
+scaler for all frames (``workers=1``), and on every usable core (``scenes.parallel``); over the corpus (a pool
+over videos), then over one long 1280x720 video (``--long-seconds``, 0: none; split into segments). It checks
+that the three give the same records and prints wall time, CPU seconds (this process and its workers) and
+their ratio, the cores each used:
+
+    python benchmarks/bench_scene_detection.py --parallel [--videos 6] [--long-seconds 120] [--repeat 2]
+        [--footage DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import resource
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from ltx_pipeline.scenes import detect
 from ltx_pipeline.scenes.detect import DETECTOR, DetectorSpec, scan_cuts
-from ltx_pipeline.scenes.footage import Shot, true_cuts, write_footage
+from ltx_pipeline.scenes.footage import Shot, long_shots, true_cuts, write_footage, write_long_footage
+from ltx_pipeline.scenes.parallel import usable_cores
+from ltx_pipeline.scenes.scan import scan_videos
 
 FPS = 24.0
 KINDS = ("hard", "alike", "colour", "motion", "flash", "still", "dissolve")
@@ -98,7 +114,14 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=192)
     parser.add_argument("--height", type=int, default=108)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--parallel", action="store_true", help="time the serial and the parallel scan instead")
+    parser.add_argument("--long-seconds", type=float, default=120.0, help="--parallel: a 720p video this long")
+    parser.add_argument("--repeat", type=int, default=2, help="--parallel: runs of each, the fastest counted")
+    parser.add_argument("--footage", help="--parallel: keep the footage in this folder, and reuse it")
     args = parser.parse_args()
+    if args.parallel:
+        timed(args)
+        return
     rng = random.Random(args.seed)
     scores = {spec: Score() for spec in DETECTORS}
     frames = cuts = 0
@@ -137,6 +160,79 @@ def main() -> None:
         print(f"{spec.label:<46} {cells['hard']:>11} {cells['alike']:>11} {cells['colour']:>11} "
               f"{score.found['motion'][1]:>6} {score.found['flash'][1]:>5} {score.found['still'][1]:>5} "
               f"{cells['dissolve']:>12} {score.exact:>3}/{2 * args.videos:<2} {f1:>5.2f}{chosen}")
+
+
+def write_corpus(folder: Path, args: argparse.Namespace) -> list[Path]:
+    """The scoring corpus (every kind, ``--videos`` of each), as the scoring mode writes it."""
+    rng = random.Random(args.seed)
+    videos = []
+    for kind in KINDS:
+        for number in range(args.videos):
+            shots = corpus(kind, rng, seed=1 + 100 * (KINDS.index(kind) * args.videos + number))
+            video = folder / f"{kind}-{number}-{args.width}x{args.height}-seed{args.seed}.mp4"
+            videos.append(video if video.exists() else write_footage(video, shots, width=args.width,
+                                                                     height=args.height, fps=FPS))
+    return videos
+
+
+def clock(videos: list[Path], mode: str) -> tuple[float, float, dict[str, dict[str, Any]]]:
+    """Wall seconds, CPU seconds (this process and the workers it waited for) and the records of one scan."""
+    def cpu() -> float:
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    shared = detect._scaler
+    if mode == "before":  # the scan as it was before #46: a new swscale context for every frame
+        detect._scaler = lambda width, height: lambda frame: frame.to_ndarray(width=width, height=height,
+                                                                              format="bgr24")
+    wall, used = time.perf_counter(), cpu()
+    try:
+        found = scan_videos(videos, workers=None if mode == "parallel" else 1)
+    finally:
+        detect._scaler = shared
+    return time.perf_counter() - wall, cpu() - used, found
+
+
+def timed(args: argparse.Namespace) -> None:
+    """Serial against parallel on the corpus, then on one long 720p video."""
+    print(f"{usable_cores()} usable core(s), load average {os.getloadavg()[0]:.1f} at the start")
+    with tempfile.TemporaryDirectory(prefix="bench-scenes-") as scratch:
+        folder = Path(args.footage or scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        sets = {"corpus": write_corpus(folder, args)}
+        if args.long_seconds > 0:
+            long = folder / f"long-{args.long_seconds:g}s-720p.mp4"
+            if not long.exists():
+                write_long_footage(long, long_shots(args.long_seconds))
+            sets[f"{args.long_seconds:g} s of 1280x720"] = [long]
+        print(f"footage ready in {time.perf_counter() - started:.0f} s")
+        for name, videos in sets.items():
+            compare(name, videos, args.repeat)
+
+
+MODES = {"before": "serial, as before #46", "serial": "serial, one scaler", "parallel": "every core"}
+
+
+def compare(name: str, videos: list[Path], repeat: int) -> None:
+    """The fastest of ``repeat`` runs of each mode, interleaved (a shared machine's load moves), cuts checked."""
+    runs: dict[str, list[tuple[float, float]]] = {mode: [] for mode in MODES}
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    for _ in range(repeat):
+        for mode in MODES:
+            wall, cpu, results[mode] = clock(videos, mode)
+            runs[mode].append((wall, cpu))
+    frames = sum(int(record.get("frames", 0)) for record in results["before"].values())
+    same = results["before"] == results["serial"] == results["parallel"]
+    print(f"{name}: {len(videos)} video(s), {frames} frames; cuts identical in the three modes: {same}")
+    best = {mode: min(times) for mode, times in runs.items()}
+    for mode, (wall, cpu) in best.items():
+        every = ", ".join(f"{w:.1f}" for w, _ in runs[mode])
+        print(f"  {MODES[mode]:<22} {wall:6.1f} s wall, {cpu:6.1f} CPU s ({cpu / wall:.2f} cores), "
+              f"{frames / wall:5.0f} frames/s   (every run: {every} s)")
+    before, serial, parallel = (best[mode][0] for mode in MODES)
+    print(f"  speed-up: every core over one scaler {serial / parallel:.2f}x, over before #46 {before / parallel:.2f}x; "
+          f"load average {os.getloadavg()[0]:.1f} now")
 
 
 def _pr(tp: int, fp: int, fn: int) -> str:

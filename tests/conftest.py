@@ -212,7 +212,7 @@ def until_validate(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # Longest first: with `-n auto --dist worksteal` each worker starts on the heavy end-to-end tests and the
 # many short unit tests fill the gaps at the end, so the suite ends when the last long test does.
-_FOLDER_ORDER = ("system", "phases", "reference_trainer", "engine", "cli", "unit")
+_FOLDER_ORDER = ("system", "phases", "reference_trainer", "engine", "cli", "scenes", "unit")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -151,7 +151,7 @@ def plan_preparation(*, dataset: dict[str, Any], facts: dict[str, dict[str, Any]
                      holdout: int | None, holdout_file: str | None, scans: dict[str, dict[str, Any]],
                      min_frames: int, detector: str) -> PreparationPlan:
     """Decide the prepare phase's work from the probe's dataset record and clip facts, and the scene cuts
-    ``scans`` found in ``videos_to_scan`` (path -> ``scenes.detect.scan_videos``'s record).
+    ``scans`` found in ``videos_to_scan`` (path -> ``scenes.scan.scan_videos``'s record).
 
     Raises:
         BadDataset: the input needs preparing but the mode needs columns a folder cannot give.

@@ -2,11 +2,12 @@
 
 Contract:
 
-- ``detect_scenes`` / ``scan_videos`` find cuts with ``DETECTOR``: PySceneDetect's ``AdaptiveDetector`` at ratio
-  2.0 (its default is 3.0; ``min_content_val`` its own 15) with at least 8 frames between cuts, then two checks on
-  16-px averages of the frames around each cut: a flash (the picture comes back within 5 frames) and an object
-  jumping across a still picture (under 30 % of the picture changed) are no cut. Frames are decoded once with
-  PyAV (no ffmpeg binary) at most ``DETECTION_WIDTH`` (256) px wide. A video without a cut is one scene.
+- ``detect_scenes`` / ``scan_videos`` (``scenes/scan.py``: the plan's scan, cached, on every core) find cuts with
+  ``DETECTOR``: PySceneDetect's ``AdaptiveDetector`` at ratio 2.0 (its default is 3.0; ``min_content_val`` its
+  own 15) with at least 8 frames between cuts, then two checks on 16-px averages of the frames around each cut:
+  a flash (the picture comes back within 5 frames) and an object jumping across a still picture (under 30 % of
+  the picture changed) are no cut. Frames are decoded once with PyAV (no ffmpeg binary) at most
+  ``DETECTION_WIDTH`` (256) px wide. A video without a cut is one scene.
 - Chosen by measurement, not by default settings: ``benchmarks/bench_scene_detection.py`` writes footage with
   known cuts (``scenes/footage.py``: textured worlds, panning camera, moving objects, sensor noise; hard
   cuts, cuts between alike shots in the same colours, colour-only cuts, fast motion, flashes, a still camera
@@ -29,9 +30,12 @@ Contract:
   plan.md says what it found (scenes per video, scenes dropped) and the sample count and holdout are exact
   before approval. That costs one decode of each video, which a user would rather wait for once than approve a
   plan that does not say what it will train on; it is kept cheap: 256-px frames, nothing written, and the cuts
-  of each file cached in the workspace by path, size and mtime (re-planning decodes nothing twice). Measured:
-  a 720p H.264 video is looked at at about 140 frames/s on 2 shared cores (6x real time at 24 fps). The
-  cutting itself (re-encoding) is heavy and waits for approval, in the prepare phase.
+  of each file cached in the workspace by path, size and mtime (re-planning decodes nothing twice). The videos
+  not cached are scanned on every usable core (``scenes.parallel``: a process pool over videos, and over time
+  segments of a long video, with exactly the cuts of this serial scan). Measured (``bench_scene_detection.py
+  --parallel``, 2 cores shared with other work): a 720p H.264 video at about 375 frames/s serially with one
+  scaler for all frames (190 before, with one per frame) and 500 frames/s on both cores. The cutting itself
+  (re-encoding) is heavy and waits for approval, in the prepare phase.
 - Cutting the scenes found into clips (re-encoding, in the prepare phase) is ``scenes/cut.py``.
 - A source that cannot be read raises ``ltx.media.BadMedia`` naming the file (``scan_videos`` records it instead,
   and the plan says the video could not be looked at).
@@ -42,15 +46,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from ltx_pipeline.engine.reporting import Reporter
 from ltx_pipeline.ltx.media import BadMedia, MediaInfo, read_media_info
 
-__all__ = ["DETECTION_WIDTH", "DETECTOR", "DetectorSpec", "Scene", "detect_scenes", "find_cuts", "scan_cuts",
-           "scan_videos", "video_info"]
+__all__ = ["DETECTION_WIDTH", "DETECTOR", "DetectorSpec", "Scene", "detect_scenes", "scan_cuts", "video_info"]
 
 DETECTION_WIDTH = 256  # frames are decoded at most this wide for detection (PySceneDetect's auto-downscale target)
 _FLASH_RATIO = 0.4  # see _drop_false_cuts
@@ -138,80 +140,13 @@ def detect_scenes(video: Path, *, detector: DetectorSpec = DETECTOR) -> list[Sce
     return [Scene(i, start, end, fps) for i, (start, end) in enumerate(spans, 1) if end > start]
 
 
-class ScanCache(Protocol):
-    """The journal's workspace-wide media facts cache (``probing.FactsCache``), keyed by path, size and mtime."""
-
-    def cached_media_facts(self, keys: list[tuple[str, int, int]]) -> dict[str, dict[str, Any]]: ...
-
-    def remember_media_facts(self, rows: list[tuple[str, int, int, dict[str, Any]]]) -> None: ...
-
-
-def scan_videos(videos: list[Path], *, detector: DetectorSpec = DETECTOR, cache: ScanCache | None = None,
-                on_progress: Callable[[int, int], None] | None = None) -> dict[str, dict[str, Any]]:
-    """Each video's cuts: path -> {"fps", "frames", "cuts"}, or {"error": why} when it does not decode.
-
-    A file's cuts are cached by path, size, mtime and detector (re-planning decodes nothing twice).
-    """
-    suffix = f"#scenes {detector.label} at {DETECTION_WIDTH} px"
-    keys = [(str(video) + suffix, *_identity(video)) for video in videos]
-    cached = cache.cached_media_facts(keys) if cache is not None and keys else {}
-    found: dict[str, dict[str, Any]] = {}
-    fresh: list[tuple[str, int, int, dict[str, Any]]] = []
-    for done, (video, key) in enumerate(zip(videos, keys, strict=True), start=1):
-        if key[0] in cached:
-            found[str(video)] = cached[key[0]]
-        else:
-            try:
-                fps, frames, (cuts,) = scan_cuts(video, [detector])
-            except BadMedia as exc:
-                found[str(video)] = {"error": exc.reason}  # never cached: the user may fix the file
-            else:
-                found[str(video)] = {"fps": fps, "frames": frames, "cuts": [c for c in cuts if 0 < c < frames]}
-                if key[1] >= 0:
-                    fresh.append((*key, found[str(video)]))
-        if on_progress is not None:
-            on_progress(done, len(videos))
-    if cache is not None and fresh:
-        cache.remember_media_facts(fresh)
-    return found
-
-
-class _PlanContext(Protocol):
-    @property
-    def journal(self) -> Any: ...
-
-    @property
-    def reporter(self) -> Reporter: ...
-
-    def narrate(self, text: str) -> None: ...
-
-
-def find_cuts(ctx: _PlanContext, videos: list[str]) -> dict[str, dict[str, Any]]:
-    """``scan_videos`` for the plan phase: says what it does, caches in the run's journal."""
-    if not videos:
-        return {}
-    ctx.narrate(f"Looking for scene cuts in {len(videos)} video(s) ({DETECTOR.kind} detector, frames decoded at "
-                f"most {DETECTION_WIDTH} px wide; cached per file, so re-planning decodes nothing twice)...")
-    def progress(done: int, total: int) -> None:  # the CLI's progress bar (one decode of each video takes a while)
-        ctx.reporter.on_count("looking for scene cuts", done, total)
-
-    return scan_videos([Path(video) for video in videos], cache=ctx.journal, on_progress=progress)
-
-
-def _identity(video: Path) -> tuple[int, int]:
-    """Size and mtime, what the cache keys a file by; (-1, -1) (never cached) for one that has gone."""
-    try:
-        stat = video.stat()
-    except OSError:
-        return -1, -1
-    return stat.st_size, stat.st_mtime_ns
-
-
-def scan_cuts(video: Path, detectors: list[DetectorSpec]) -> tuple[float, int, list[list[int]]]:
+def scan_cuts(video: Path, detectors: list[DetectorSpec], *, threads: int = 0) -> tuple[float, int, list[list[int]]]:
     """Decode ``video`` once, at most ``DETECTION_WIDTH`` wide, and feed every frame to each detector.
 
     Returns the fps, the number of frames decoded and, per detector, the frames at which a new scene starts.
     The benchmark measures detectors through this very function, so what it measures is what runs.
+    ``threads``: the decoder's threads (0: FFmpeg's choice, one per core; a pool's worker takes 1, its core
+    being one of the pool's). Decoded pictures are the same whatever the threads (H.264 decoding is exact).
     """
     import av
     from scenedetect import FrameTimecode
@@ -227,14 +162,15 @@ def scan_cuts(video: Path, detectors: list[DetectorSpec]) -> tuple[float, int, l
         with av.open(str(video)) as container:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
+            if threads:
+                stream.codec_context.thread_count = threads
             rate = stream.average_rate or stream.guessed_rate
             fps = float(rate) if rate else 0.0
             if fps <= 0:
                 raise BadMedia(video, "has no frame rate")
-            width, height = _detection_size(stream.codec_context.width, stream.codec_context.height)
+            scale = _scaler(*_detection_size(stream.codec_context.width, stream.codec_context.height))
             for frame in container.decode(stream):
-                # BGR, as PySceneDetect's own video backends hand frames to its detectors.
-                picture = frame.to_ndarray(width=width, height=height, format="bgr24")
+                picture = scale(frame)
                 stamp = FrameTimecode(index, fps)
                 for found, detector in zip(cuts, made, strict=True):
                     found += [int(cut.frame_num) for cut in detector.process_frame(stamp, picture)]
@@ -255,6 +191,21 @@ def scan_cuts(video: Path, detectors: list[DetectorSpec]) -> tuple[float, int, l
     if not index:
         raise BadMedia(video, "has no frame")
     return fps, index, [sorted(set(found)) for found in cuts]
+
+
+def _scaler(width: int, height: int) -> Callable[[Any], Any]:
+    """Decoded frames to ``width`` x ``height`` BGR arrays, as PySceneDetect's own video backends hand frames to
+    its detectors. One swscale context for every frame: ``frame.to_ndarray(width=...)`` builds a new one per
+    frame, which cost 4x as much at 720p for the very same pixels (``benchmarks/bench_scene_detection.py
+    --parallel`` checks the cuts against that way)."""
+    from av.video.reformatter import VideoReformatter
+
+    reformatter = VideoReformatter()
+
+    def scale(frame: Any) -> Any:
+        return reformatter.reformat(frame, width=width, height=height, format="bgr24").to_ndarray()
+
+    return scale
 
 
 def _thumb(picture: Any) -> Any:

@@ -12,12 +12,15 @@ still frame nor a flat colour makes detection easy. What the detectors are measu
 - no cut: one shot with a fast pan, fast objects and flashes (a few overexposed frames);
 - a dissolve: the next shot fades in over ``dissolve`` frames (its cut is labelled at the middle).
 
-Pure numpy; ``write_footage`` encodes with ``ltx.media.write_video``.
+Pure numpy; ``write_footage`` encodes with ``ltx.media.write_video``; ``write_long_footage`` streams a long
+high-resolution video (rendered small, scaled up, grain added at full size) for timing the scan.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +28,7 @@ import numpy.typing as npt
 
 from ltx_pipeline.ltx.media import write_video
 
-__all__ = ["Shot", "render", "true_cuts", "write_footage"]
+__all__ = ["Shot", "long_shots", "render", "true_cuts", "write_footage", "write_long_footage"]
 
 Frames = npt.NDArray[np.uint8]
 
@@ -80,6 +83,45 @@ def render(shots: list[Shot], width: int = 128, height: int = 96) -> Frames:
 def write_footage(path: Path, shots: list[Shot], *, width: int = 128, height: int = 96, fps: float = 24.0) -> Path:
     """Render the shots and write them as an H.264 mp4 at ``path``."""
     write_video(path, render(shots, width, height), fps)
+    return path
+
+
+def long_shots(seconds: float, fps: float = 24.0, seed: int = 0) -> list[Shot]:
+    """Shots of 30-150 frames filling ``seconds``, each of another world, the camera panning slowly."""
+    rng = np.random.default_rng(seed)
+    shots: list[Shot] = []
+    left = int(seconds * fps)
+    while left > 0:
+        frames = min(left, int(rng.integers(30, 151)))
+        shots.append(Shot(frames, 1 + seed * 10_000 + len(shots), pan=(float(rng.uniform(-3, 3)),
+                                                                      float(rng.uniform(-1, 1))), noise=0.0))
+        left -= frames
+    return shots
+
+
+def write_long_footage(path: Path, shots: list[Shot], *, width: int = 1280, height: int = 720,
+                       fps: float = 24.0) -> Path:
+    """``shots`` as an H.264 mp4 at ``width`` x ``height``, rendered at 320 px wide and scaled up, with sensor
+    grain at full size; one shot in memory at a time (a 10-minute 720p video fits in no memory)."""
+    import av
+    import cv2
+
+    grain = np.random.default_rng(len(shots)).normal(0, 3, (7, height, width, 3)).astype(np.int16)
+    small = (320, max(2, round(320 * height / width / 2) * 2))
+    count = 0
+    partial = path.with_name(f".{path.name}.tmp.{os.getpid()}.mp4")  # the file appears only once complete
+    with av.open(str(partial), "w") as container:
+        stream = container.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001))
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.options = {"crf": "20", "preset": "veryfast"}
+        for shot in shots:
+            for frame in render([shot], *small):
+                big = cv2.resize(frame, (width, height), interpolation=cv2.INTER_CUBIC).astype(np.int16)
+                picture = np.clip(big + grain[count % len(grain)], 0, 255).astype(np.uint8)
+                container.mux(stream.encode(av.VideoFrame.from_ndarray(picture, format="rgb24")))
+                count += 1
+        container.mux(stream.encode(None))
+    os.replace(partial, path)
     return path
 
 
