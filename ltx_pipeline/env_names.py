@@ -15,6 +15,7 @@ __all__ = [
     "LTX2_ROOT_ENV",
     "MODELS_DIR_ENV",
     "NVIDIA_SMI_ENV",
+    "QUEUE_POLL_ENV",
     "REFERENCE_CAPACITY_ENV",
     "REFERENCE_DEVICE_ENV",
     "REFERENCE_LOG_EVERY_ENV",
@@ -48,6 +49,8 @@ HEARTBEAT_ENV = "LTX_PIPELINE_HEARTBEAT_S"
 # This machine's name in the process journal instead of its hostname (engine/processes.py, engine/supervise.py;
 # tests fake a second host).
 HOST_ID_ENV = "LTX_PIPELINE_HOST_ID"
+# Seconds between a queued run's looks at the GPU leases (gpus/claim.py; default 2, tests shorten it).
+QUEUE_POLL_ENV = "LTX_PIPELINE_QUEUE_POLL_S"
 # Seconds between squeue/sacct polls of a SLURM job (slurm/queue.py).
 SLURM_POLL_ENV = "LTX_PIPELINE_SLURM_POLL_S"
 # A folder of model files searched before the usual places (probing/models.py; an input of probe's fingerprint).

@@ -10,6 +10,7 @@ unknown until the sanity check has measured a step.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,10 @@ from ltx_pipeline.code_identity import code_identity
 from ltx_pipeline.engine import PhaseResult
 from ltx_pipeline.engine.fingerprint import digest
 from ltx_pipeline.errors import BadInput
+from ltx_pipeline.holdout.forecast import at_plan
 from ltx_pipeline.ltx.audio_choice import AudioPlan, decide_audio, trained_mode
 from ltx_pipeline.ltx.autotune.availability import AutotunePlan, autotune_plan
+from ltx_pipeline.ltx.hub import require_token
 from ltx_pipeline.ltx.launch_plan import LaunchShape, launch_shape
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import Mode, get_mode
@@ -35,6 +38,7 @@ from ltx_pipeline.phase_context import LtxContext
 from ltx_pipeline.preprocessing.run import model_paths
 from ltx_pipeline.probing import to_plain
 from ltx_pipeline.probing.nvidia_smi import nvidia_smi_found
+from ltx_pipeline.reports.holdout_cost import holdout_lines, with_holdout_section, without_holdout_section
 from ltx_pipeline.reports.plan_cache import (
     RunShape,
     forecast_section,
@@ -45,7 +49,7 @@ from ltx_pipeline.reports.plan_cache import (
 )
 from ltx_pipeline.reports.plan_md import PlanDocument, render_plan
 from ltx_pipeline.request import EVAL_ONLY_FIELDS, RENDEZVOUS_FIELDS
-from ltx_pipeline.scenes.detect import DETECTOR, find_cuts
+from ltx_pipeline.scenes import DETECTOR, find_cuts
 from ltx_pipeline.slurm import check_paths
 from ltx_pipeline.validation_media import candidates_from_folder, candidates_from_rows, template_samples
 from ltx_pipeline.workspace import atomic_write
@@ -78,6 +82,8 @@ class PlanPhase:
         probe = ctx.output(ProbeOutputs)
         if ctx.request.slurm:
             check_paths(ctx.workspace)  # a path SLURM would misread is refused now, not at submission
+        if ctx.request.push_to_hub:  # refused now, not after the whole training when the trainer uploads
+            require_token(ctx.request.push_to_hub, os.environ)
         mode = get_mode(ctx.request.mode)
         recipe, launch = _recipe(ctx, probe, mode)
         facts = probe.clip_frames.facts_plain()
@@ -111,7 +117,8 @@ class PlanPhase:
         doc = PlanDocument(recipe=recipe, probe=probe, missing=missing, warnings=warnings, preparation=preparation,
                            autotune=autotune, audio=audio, validation=validation)
         section = _cache_section(ctx, probe, recipe, launch, preparation, audio, autotune.runs)
-        subject = _write_plan(ctx, render_plan(ctx, doc), section)
+        holdout = holdout_lines(at_plan(ctx, recipe, preparation, probe.dataset, autotune))
+        subject = _write_plan(ctx, render_plan(ctx, doc), section, holdout)
         outputs = outputs.model_copy(update={"plan_hash": subject})
         return PhaseResult(outputs, approval_subject=subject, approval_blockers=blockers)
 
@@ -133,7 +140,7 @@ class PlanPhase:
 # vllm_url) dumps as None when not asked and needs no entry here.
 _LATER_FIELDS: tuple[tuple[str, Any], ...] = (("slurm", False), ("slurm_args", []), ("autotune", "on"),
                                               ("continued_from", []), ("audio", "auto"), ("validation_media", "auto"),
-                                              ("trainer_python", None))
+                                              ("trainer_python", None), ("push_to_hub", None))
 
 # Prerequisites only a backend that runs the official trainer needs; the toy and simulated backends run without them.
 _REAL_TRAINER_ONLY = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout")
@@ -160,16 +167,19 @@ def _recipe(ctx: LtxContext, probe: ProbeOutputs, mode: Mode) -> tuple[Recipe, L
     return recipe, launch
 
 
-def _write_plan(ctx: LtxContext, text: str, section: list[str]) -> str:
-    """Write plan.md with its provenance line and its latent cache section; returns the digest the user approves.
+def _write_plan(ctx: LtxContext, text: str, section: list[str], holdout: list[str]) -> str:
+    """Write plan.md with its provenance line, its latent cache and holdout-loss sections; returns the digest the
+    user approves.
 
     What you approve is the plan as the pipeline words it; which version wrote it is said beside it, outside
     the approved text, so the version's own identity never voids an approval (#49). So is the latent cache's
-    forecast: other runs fill the cache, and that must not void an approval either (#44).
+    forecast: other runs fill the cache, and that must not void an approval either (#44); and so are the holdout
+    loss's counts, which autotune rewrites with the step time it measures (#45).
     """
     subject = digest(text)
     text = with_provenance(text, subject, code_identity(), _previous_plan(ctx.paths.plan_file))
-    atomic_write(ctx.paths.plan_file, with_cache_section(text, section), root=ctx.workspace)
+    atomic_write(ctx.paths.plan_file, with_holdout_section(with_cache_section(text, section), holdout),
+                 root=ctx.workspace)
     return subject
 
 
@@ -282,7 +292,8 @@ def _captioner_blockers(probe: ProbeOutputs, preparation: PreparationPlan) -> li
 def _previous_plan(path: Path) -> str | None:
     """The plan.md this plan replaces (its lines are compared), None for a first plan."""
     try:
-        return without_cache_section(path.read_text(encoding="utf-8"))  # the forecast is not the plan's text
+        # Neither the forecast nor the holdout loss's counts are the plan's text.
+        return without_holdout_section(without_cache_section(path.read_text(encoding="utf-8")))
     except OSError:
         return None
 

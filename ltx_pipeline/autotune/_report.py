@@ -42,7 +42,9 @@ def trial_line(trial: dict[str, Any]) -> str:
              f"validation peak {_figure(trial.get('validation_peak_vram_gb'), memory.get('validation_peak_source'))}")
     step = num(trial.get("step_time_s"), "{:.2f}s", NOT_MEASURED)
     why = f" ({trial['reason']})" if trial.get("reason") else ""
-    return (f"trial {trial['number']}: {format_knobs(trial['knobs'])} -> {outcome_words(trial)}; step {step}, {peaks}, "
+    where = f" on GPU {','.join(map(str, trial['gpus']))}" if trial.get("gpus") else ""
+    return (f"trial {trial['number']}{where}: {format_knobs(trial['knobs'])} -> {outcome_words(trial)}; step {step}, "
+            f"{peaks}, "
             f"host RAM {format_gb(trial.get('host_ram_gb'))}, {trial['seconds']:.1f}s{why}")
 
 

@@ -16,8 +16,10 @@ from typing import Any
 from ltx_pipeline.autotune import study as studies
 from ltx_pipeline.autotune._report import trial_line, write_reports
 from ltx_pipeline.autotune.hosts import shared_store
+from ltx_pipeline.autotune.parallel_sweep import ParallelTrials
 from ltx_pipeline.autotune.prior import prior_disagreement, prior_key, same_knobs
 from ltx_pipeline.autotune.shared_sweep import SharedSweep
+from ltx_pipeline.autotune.slots import assign_slots, slot_count
 from ltx_pipeline.autotune.trial_runner import TrialRunner
 from ltx_pipeline.engine.processes import host_id
 from ltx_pipeline.errors import RunFailed
@@ -100,7 +102,12 @@ class Sweep:
         else:
             self.resume(study)
             self.apply_prior(prior)
-            self._local_trials(study, dists, prior)
+            count = slot_count(ctx.request.autotune_parallel, len(self.gpu_indices),
+                               width=len(self.planner.remaining()))
+            if count > 1:  # several trials at once, each on its own GPUs (autotune.parallel_sweep)
+                ParallelTrials(self, study, dists, prior, assign_slots(self.gpu_indices, count)).run()
+            else:
+                self._local_trials(study, dists, prior)
         studies.record_pruned(study, self.planner.pruned, dists)
         if self.trials and len(ctx.journal.processes("trial")) == launched:
             ctx.narrate(f"No trial ran: study {name} was measured with the same inputs (knobs, data, headroom, the "
@@ -203,7 +210,7 @@ class Sweep:
             self.planner.record(result)
             attrs = frozen.user_attrs
             extra = {k: attrs.get(k) for k in ("trial_number", "host_ram_gb", "log", "failure_kind", "fixes",
-                                               "step_spread")}
+                                               "step_spread", "gpus")}
             state = "complete" if frozen.state.name == "COMPLETE" else "fail"
             self.record(attrs.get("trial_number"), result, self.planner.fits(result), state, extra)
         if self.trials:
@@ -272,7 +279,8 @@ class Sweep:
                   "step_spread": extra.get("step_spread"),
                   **{k: getattr(result, k, None) for k in ("peak_source", "validation_peak_source", "assumed_fit")},
                   **({"from_prior": extra["from_prior"]} if extra.get("from_prior") else {}),
-                  **({"host": extra["host"]} if extra.get("host") else {})}
+                  **({"host": extra["host"]} if extra.get("host") else {}),
+                  **({"gpus": extra["gpus"]} if extra.get("gpus") else {})}
         self.trials.append(record)
         if number is not None and result.knobs == self.baseline and not fits:
             self.failure = {**record, "failure_kind": extra.get("failure_kind"), "fixes": extra.get("fixes") or []}

@@ -10,6 +10,7 @@ measured carries that figure instead of validating again.
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -60,25 +61,34 @@ class TrialRunner:
         self.settings = trial_settings(ctx.request.backend)
         self.stage_config = largest_stage_config(ctx)
 
-    def run(self, knobs: dict[str, Any], number: int, records: list[dict[str, Any]]) -> tuple[TrialOutcome,
-                                                                                                dict[str, Any]]:
-        """Run trial ``number`` with ``knobs``; return its outcome and the attributes the study keeps."""
+    def run(self, knobs: dict[str, Any], number: int, records: list[dict[str, Any]], *,
+            gpus: tuple[int, ...] | None = None) -> tuple[TrialOutcome, dict[str, Any]]:
+        """Run trial ``number`` with ``knobs``; return its outcome and the attributes the study keeps.
+
+        ``gpus``: the trial's own GPU slot (``autotune.slots``), made its process's ``CUDA_VISIBLE_DEVICES``
+        and recorded with it; None: this host's GPUs, the first used (one trial at a time).
+        """
         ctx = self.ctx
         folder = ctx.paths.overfit / f"trial-{number:03d}"
         config = folder / "config.yaml"
         source, carried = carried_validation(records, knobs)
         spread, settings = self.timing(records)
+        if gpus is not None:  # physical indices, as the probe and nvidia-smi number them
+            settings = replace(settings, env={**settings.env, "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+                                              "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))})
         write_trial_config(ctx, self.stage_config, config, knobs=knobs, sanity_root=self.sanity_root,
                            output_dir=folder / "outputs", settings=settings, number=number, validation_from=source)
         validated = self._validate(config, knobs)
         ctx.narrate(f"Trial {number}: {format_knobs(knobs)} ..." + (
             f" (no validation pass: its memory is trial {source}'s, same quantization)" if carried else ""))
-        done = run_trial(ctx, number, config, knobs, settings, gpu_indices=self.gpu_indices,
+        started = time.time()
+        done = run_trial(ctx, number, config, knobs, settings, gpu_indices=list(gpus or self.gpu_indices),
                          nvidia_smi=ctx.request.nvidia_smi, validated=validated, carried_validation=carried,
                          pooled_spread=spread)
         extra = {"trial_number": number, "host_ram_gb": done.host_ram_gb, "log": done.log,
                  "step_spread": done.step_spread, "failure_kind": done.failure_kind, "fixes": done.fixes,
-                 "environment": self.environment()}
+                 "environment": self.environment(),
+                 **({"gpus": list(gpus), "started_at": started, "ended_at": time.time()} if gpus else {})}
         return done, extra
 
     def timing(self, records: list[dict[str, Any]]) -> tuple[float | None, TrialSettings]:

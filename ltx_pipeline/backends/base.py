@@ -127,12 +127,15 @@ class Capabilities:
         simulated_gpu: the GPU a cost surface stands in for, as an ``--assume-gpu`` spec
             (``NAME,MEMORY_MIB,COUNT``): the probe plans for it instead of probing, and the surface file decides
             what autotune's trials measure (``simulated``); None where training meets real hardware.
+        shards_preprocessing: its preprocessing scripts split their rows over ranks when started under
+            ``accelerate launch`` (``preprocess_command(num_processes=N)``, ``ltx``); the toy's run one process.
     """
 
     runs_real_trainer: bool
     needs_gpu: bool
     uses_real_files: bool
     simulated_gpu: str | None = None
+    shards_preprocessing: bool = False
 
 
 class TrainerBackend(Protocol):
@@ -185,11 +188,13 @@ class TrainerBackend(Protocol):
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
                            text_encoder_path: str, trigger: str | None = None,
-                           extra_flags: Sequence[str] = (), script: PreprocessScript = "dataset") -> LaunchSpec:
+                           extra_flags: Sequence[str] = (), script: PreprocessScript = "dataset",
+                           num_processes: int = 1) -> LaunchSpec:
         """The command that preprocesses ``dataset`` into the ``.precomputed`` root ``output_dir`` (never with
         --overwrite): the whole of it (``dataset``), or only its video latents and their sound (``videos``) or
         only its text conditions (``captions``), the trainer's own split scripts. ``extra_flags`` are given as
-        ``process_dataset.py`` takes them, whichever script runs (``preprocess_scripts``)."""
+        ``process_dataset.py`` takes them, whichever script runs (``preprocess_scripts``). ``num_processes``
+        above 1 shards the rows over that many ranks, only where ``capabilities.shards_preprocessing``."""
         ...
 
     def train_command(self, config_path: Path, *, num_processes: int = 1, distributed: Distributed = "none",

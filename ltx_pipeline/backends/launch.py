@@ -2,19 +2,22 @@
 
 The trainer's progress bars print nothing to a redirected stdout (facts §4.2), so training always
 gets ``--disable-progress-bars``; Rich wraps log lines at 80 columns unless ``COLUMNS`` is set
-(facts §4.1), so every launch sets a wide ``COLUMNS`` and ``PYTHONUNBUFFERED=1``.
+(facts §4.1), so every launch sets a wide ``COLUMNS`` and ``PYTHONUNBUFFERED=1``. Sharded preprocessing
+(``sharded_preprocess_args``) rendezvouses on a port free at the time its command is built, so two runs
+preprocessing on one machine never meet on accelerate's default port.
 """
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 
 from ltx_pipeline.backends.base import Distributed, Nodes
 from ltx_pipeline.errors import BadInput
 
-__all__ = ["LOG_ENV", "accelerate_args", "accelerate_config_name", "check_processes", "preprocess_args",
-           "refuse_overwrite"]
+__all__ = ["LOG_ENV", "accelerate_args", "accelerate_config_name", "check_processes", "free_port",
+           "preprocess_args", "refuse_overwrite", "sharded_preprocess_args"]
 
 LOG_ENV = {"PYTHONUNBUFFERED": "1", "COLUMNS": "500"}
 _CONFIG_FILES = {"ddp": "ddp.yaml", "ddp-compile": "ddp_compile.yaml", "fsdp": "fsdp.yaml",
@@ -59,6 +62,27 @@ def accelerate_args(num_processes: int, config_file: str | None, *, cpu: bool = 
     if cpu:
         args.append("--cpu")
     return args
+
+
+def sharded_preprocess_args(num_processes: int, config_file: str | None, main_port: int) -> list[str]:
+    """``accelerate launch`` options for a preprocessing script over ``num_processes`` ranks on this machine.
+
+    ``--multi_gpu`` as the trainer's presets say (``distributed_type: MULTI_GPU``; the preset, when given, keeps
+    a user's default accelerate config out of it), one rank per GPU; the scripts shard themselves on
+    ``PartialState`` (each rank takes rows rank, rank + N, ...). ``--tee 3`` makes the launcher prefix every
+    line with its rank (``[default1]:``), so the log shows what each rank did (``trainer_log`` strips it).
+    """
+    args = ["launch", "--num_processes", str(num_processes)]
+    if config_file:
+        args += ["--config_file", config_file]
+    return [*args, "--multi_gpu", "--main_process_port", str(main_port), "--tee", "3"]
+
+
+def free_port() -> int:
+    """A TCP port no process listens on now (the OS's choice), for a one-machine rendezvous."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def refuse_overwrite(extra_flags: Sequence[str]) -> None:

@@ -29,7 +29,14 @@ from ltx_pipeline.backends.base import (
     Nodes,
     PreprocessScript,
 )
-from ltx_pipeline.backends.launch import LOG_ENV, accelerate_args, accelerate_config_name, check_processes
+from ltx_pipeline.backends.launch import (
+    LOG_ENV,
+    accelerate_args,
+    accelerate_config_name,
+    check_processes,
+    free_port,
+    sharded_preprocess_args,
+)
 from ltx_pipeline.backends.preprocess_scripts import SCRIPT_FILES, script_args
 from ltx_pipeline.errors import BadInput
 from ltx_pipeline.ltx.trainer_config import ConfigFinding, load_trainer_config_file, validate_trainer_config
@@ -52,7 +59,8 @@ class LtxBackend:
     """The official ltx-trainer."""
 
     name = "ltx"
-    capabilities = Capabilities(runs_real_trainer=True, needs_gpu=True, uses_real_files=True)
+    capabilities = Capabilities(runs_real_trainer=True, needs_gpu=True, uses_real_files=True,
+                                shards_preprocessing=True)
     heavy_prerequisites: tuple[str, ...] = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout",
                                             "Operating system", "Smoke test")
 
@@ -154,13 +162,34 @@ class LtxBackend:
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
                            text_encoder_path: str, trigger: str | None = None,
-                           extra_flags: Sequence[str] = (), script: PreprocessScript = "dataset") -> LaunchSpec:
+                           extra_flags: Sequence[str] = (), script: PreprocessScript = "dataset",
+                           num_processes: int = 1, main_port: int | None = None) -> LaunchSpec:
+        """``python scripts/<script> ...``; with ``num_processes`` > 1, ``accelerate launch --num_processes N
+        --multi_gpu`` of the same script, whose ranks each take an interleaved share of the rows (the script's
+        ``_build_sharded_dataloader``), rendezvousing on ``main_port`` (default: a port free now).
+
+        Raises:
+            BadInput: ``num_processes`` below 1; as ``script_args``.
+        """
+        if num_processes < 1:
+            raise BadInput(f"Preprocessing needs at least 1 process, got {num_processes}",
+                           where="preprocess_processes", fix="give 1 or more, or leave it out (one per GPU)")
+        cuda = cuda_present()
         flags = list(extra_flags)
-        if "--device" not in flags and not cuda_present():
+        if "--device" not in flags and not cuda:
             flags += ["--device", "cpu"]  # every script defaults to cuda (facts: CPU blocker 4)
-        argv = self.trainer_run("python", f"scripts/{SCRIPT_FILES[script]}",
-                                *script_args(script, dataset, buckets, output_dir, model_path=model_path,
-                                             text_encoder_path=text_encoder_path, trigger=trigger, extra_flags=flags))
+        args = script_args(script, dataset, buckets, output_dir, model_path=model_path,
+                           text_encoder_path=text_encoder_path, trigger=trigger, extra_flags=flags)
+        script_path = f"scripts/{SCRIPT_FILES[script]}"
+        if num_processes == 1:
+            argv = self.trainer_run("python", script_path, *args)
+        else:
+            preset = self.accelerate_config("ddp")
+            launch = sharded_preprocess_args(num_processes, str(preset) if preset and preset.is_file() else None,
+                                             main_port or free_port())
+            # No GPU: the script's bare PartialState() would see one process per rank (trainer_side/cpu_ranks.py).
+            shim = [] if cuda else [str(TRAINER_SIDE / "cpu_ranks.py")]
+            argv = self.trainer_run("accelerate", *launch, *shim, script_path, *args)
         return LaunchSpec(tuple(argv), self.trainer_dir, dict(LOG_ENV))
 
     def holdout_loss_command(self, job: Path) -> LaunchSpec:

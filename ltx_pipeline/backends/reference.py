@@ -99,9 +99,18 @@ class ReferenceBackend:
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
                            text_encoder_path: str, trigger: str | None = None,
-                           extra_flags: Sequence[str] = (), script: PreprocessScript = "dataset") -> LaunchSpec:
+                           extra_flags: Sequence[str] = (), script: PreprocessScript = "dataset",
+                           num_processes: int = 1) -> LaunchSpec:
         """The toy's ``preprocess`` (its ``process_dataset.py``), ``process_videos`` or ``process_captions``,
-        with the real scripts' arguments."""
+        with the real scripts' arguments, in one process: the toy's scripts do not shard their rows
+        (``capabilities.shards_preprocessing`` is False, so the engine asks for one).
+
+        Raises:
+            BadInput: ``num_processes`` other than 1; as ``script_args``.
+        """
+        if num_processes != 1:
+            raise BadInput(f"The reference backend preprocesses in one process, not {num_processes}",
+                           where="preprocess_processes", fix="leave preprocess_processes out (or give 1)")
         argv = [sys.executable, "-m", f"ltx_pipeline.reference_trainer.{_TOY_SCRIPTS[script]}",
                 *script_args(script, dataset, buckets, output_dir, model_path=model_path,
                              text_encoder_path=text_encoder_path, trigger=trigger, extra_flags=extra_flags)]

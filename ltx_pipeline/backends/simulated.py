@@ -76,7 +76,8 @@ class SimulatedBackend:
 
     def preprocess_command(self, dataset: Path, buckets: str, output_dir: Path, *, model_path: str,
                            text_encoder_path: str, trigger: str | None = None,
-                           extra_flags: Sequence[str] = (), script: PreprocessScript = "dataset") -> LaunchSpec:
-        """Refused, whichever script: the simulated trainer reads no data."""
+                           extra_flags: Sequence[str] = (), script: PreprocessScript = "dataset",
+                           num_processes: int = 1) -> LaunchSpec:
+        """Refused, whichever script and however many processes: the simulated trainer reads no data."""
         raise BadInput("The simulated backend has no preprocessing", where="--backend simulated",
                        fix="use --backend reference to preprocess toy data, or ltx for real data")

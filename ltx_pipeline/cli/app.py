@@ -20,6 +20,7 @@ from ltx_pipeline.cli import (
     diagnose,
     export,
     nodes,
+    queue,
     remove,
     smoke,
     training,
@@ -66,6 +67,7 @@ app.command("init")(workflow.init)
 app.command("resume")(workflow.resume)
 app.command("approve")(workflow.approve)
 app.command("status")(workflow.status)
+app.command("queue")(queue.queue)
 app.command("stop")(training.stop)
 app.command("rm")(remove.rm)
 app.command("demo")(demo.demo)

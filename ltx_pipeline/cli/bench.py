@@ -39,13 +39,16 @@ def autotune_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     prior: Annotated[bool, typer.Option("--prior", help="Run the surface once first, in the same workspace, so "
                                         "its study is the second run's prior; report both.")] = False,
+    parallel: Annotated[int | None, typer.Option("--parallel", min=2, help="Also simulate the sweep with N trials at "
+                                                 "once (one GPU each) and report winners, GPU-seconds and wall "
+                                                 "time against one at a time.")] = None,
 ) -> Ending:
     """Run autotune on a throw-away simulated run and compare it with the optimum and the skill."""
     from ltx_pipeline.driving.bench import bench_autotune
 
     if not surface.expanduser().is_file():
         raise BadInput(f"{surface} does not exist", where="--surface", fix="pass a cost surface YAML file")
-    figures = bench_autotune(surface, prior=prior)
+    figures = bench_autotune(surface, prior=prior, parallel=parallel)
     ending = Ending.DONE if figures["failure"] is None else Ending.FAILED
     if figures["failure"] is not None:
         err.print(f"autotune found no config that fits: {figures['failure']}", markup=False)
@@ -80,6 +83,14 @@ def _print_figures(figures: dict[str, Any]) -> None:
               f"exhaustive {_fmt(anchors['exhaustive']['end_to_end_seconds'])}, perfect knowledge "
               f"{_fmt(anchors['perfect_knowledge']['end_to_end_seconds'])}; ours vs the better anchor "
               f"{_fmt(figures['end_to_end_vs_best_anchor'])}", markup=False)
+    if figures.get("parallel"):
+        par = figures["parallel"]
+        one, many = par["sequential"], par["parallel"]
+        out.print(f"{par['slots']} trials at once (simulated): winner "
+                  f"{'unchanged' if par['winner_unchanged'] else 'CHANGED'}; GPU seconds {many['gpu_seconds']:.0f} vs "
+                  f"{one['gpu_seconds']:.0f} one at a time ({_fmt(par['gpu_seconds_vs_sequential'])}); wall time "
+                  f"{many['wall_seconds']:.0f} s vs {one['wall_seconds']:.0f} s ({_fmt(par['wall_vs_sequential'])})",
+                  markup=False)
     if figures.get("cold"):
         cold = figures["cold"]
         out.print(f"Cold run (no prior): {cold['trials_run']} trial(s), end to end {_fmt(cold['end_to_end_seconds'])}"

@@ -15,7 +15,7 @@ from rich.console import Console
 from ltx_pipeline.cache.hits import stage_label
 from ltx_pipeline.cli.text_table import table_lines
 
-__all__ = ["print_event", "print_json", "render_status"]
+__all__ = ["print_event", "print_json", "render_gpu_board", "render_status"]
 
 _STYLE = {"info": "", "warning": "yellow", "error": "red", "result": "green"}
 
@@ -48,6 +48,28 @@ def render_status(console: Console, report: dict[str, Any]) -> None:
                  [[run["name"], run["state"], run["approval"]["state"], run["updated_at"]] for run in runs])
     for run in runs:
         _render_run(console, run)
+    board = report.get("gpus") or {}
+    if board.get("holders") or board.get("queue"):
+        render_gpu_board(console, board)
+
+
+def render_gpu_board(console: Console, board: dict[str, Any]) -> None:
+    """Who holds which GPU, then the runs waiting in the GPU queue in their order (``gpus.gpu_board``)."""
+    if board["holders"]:
+        _print_table(console, "GPUs held", ("GPU", "uuid", "run", "kind", "pid", "since (UTC)"),
+                     [[h["gpu"], h["uuid"], h["run"], h["kind"], h["pid"], h["since"]] for h in board["holders"]])
+    else:
+        console.print("No GPU is held by a run.", markup=False, highlight=False)
+    if not board["queue"]:
+        console.print("The GPU queue is empty.", markup=False, highlight=False)
+        return
+    _print_table(console, "GPU queue (first come, first served)", ("#", "run", "waits for", "engine", "since (UTC)"),
+                 [[q["position"], q["run"], _waits_for(q["gpus"]), q["engine"], q["since"]] for q in board["queue"]])
+
+
+def _waits_for(gpus: list[dict[str, Any]]) -> str:
+    """``GPU 0 (held by run a), GPU 1 (free)``."""
+    return ", ".join(f"GPU {g['gpu']} ({'held by run ' + g['held_by'] if g['held_by'] else 'free'})" for g in gpus)
 
 
 def _render_run(console: Console, run: dict[str, Any]) -> None:
@@ -79,6 +101,13 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
         if approval["approved_at"]:
             line += f" at {approval['approved_at']}"
         console.print(line, markup=False, highlight=False)
+    if run.get("gpu_queue"):
+        place = run["gpu_queue"]
+        console.print(f"  GPU queue: position {place['position']}, waiting for {_waits_for(place['gpus'])}; engine "
+                      f"{place['engine']}", markup=False, highlight=False)
+    if run.get("gpus_held"):
+        console.print("  holds: " + ", ".join(f"GPU {h['gpu']} ({h['uuid']})" for h in run["gpus_held"]),
+                      markup=False, highlight=False)
     if run["driver"]:
         console.print(f"  driver: pid {run['driver']['pid']} since {run['driver']['since']}", markup=False,
                       highlight=False)

@@ -53,7 +53,7 @@ _PLAIN = ("mode", "training_mode", "strategy", "buckets", "rank", "steps", "lear
           "trigger", "model_path", "text_encoder_path", "backend", "assume_gpu", "nvidia_smi", "accept_risk",
           "fresh_preprocess", "headroom", "processes", "checkpoint_interval", "validation_interval")
 _LATER = ("captioner", "vllm_url", "holdout", "nodes", "main_ip", "main_port", "autotune", "audio",
-          "validation_media", "holdout_loss", "eval_checkpoints")
+          "validation_media", "holdout_loss", "eval_checkpoints", "push_to_hub", "autotune_parallel")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +98,8 @@ class RequestOptions:
     skip_eval: bool | None = None
     holdout_loss: str | None = None
     eval_checkpoints: str | None = None
+    push_to_hub: str | None = None
+    autotune_parallel: str | None = None
     slurm: bool | None = None
     slurm_args: list[str] | None = None
 

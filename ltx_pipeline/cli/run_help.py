@@ -54,6 +54,7 @@ DEFAULTS = {
     "trainer_root": f"${LTX2_ROOT_ENV}",
     "headroom": "0.05",
     "autotune": "on",
+    "autotune_parallel": "1 (one trial at a time)",
     "audio": "auto",
     "validation_media": "auto",
     "processes": "one per GPU",

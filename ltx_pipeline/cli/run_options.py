@@ -29,12 +29,14 @@ from ltx_pipeline.cli.run_help import (
 _DATA, _TRAINING, _TRAINER = PANELS["data"], PANELS["training"], PANELS["trainer"]
 _AUTOTUNE, _EVALUATION = PANELS["autotune"], PANELS["evaluation"]
 
-__all__ = ["AcceptRiskOpt", "ApproveOpt", "AssumeGpuOpt", "AudioOpt", "AutotuneOpt", "BackendOpt", "BucketsOpt",
+__all__ = ["AcceptRiskOpt", "ApproveOpt", "AssumeGpuOpt", "AudioOpt", "AutotuneOpt",
+           "AutotuneParallelOpt", "BackendOpt", "BucketsOpt",
            "CaptionerOpt", "CheckpointIntervalOpt", "DatasetOpt", "DetachOpt", "EffectiveBatchOpt",
            "EvalCheckpointsOpt", "EvalPromptOpt", "FreshPreprocessOpt", "HeadroomOpt", "HoldoutFileOpt",
            "HoldoutLossOpt", "HoldoutOpt",
            "LearningRateOpt", "MainIpOpt", "MainPortOpt", "MinSceneOpt", "ModeOpt", "ModelPathOpt",
-           "NodesOpt", "NvidiaSmiOpt", "ProcessesOpt", "RankOpt", "SkipEvalOpt", "SlurmArgOpt", "SlurmOpt",
+           "NodesOpt", "NvidiaSmiOpt", "ProcessesOpt", "PushToHubOpt", "RankOpt", "SkipEvalOpt", "SlurmArgOpt",
+           "SlurmOpt",
            "SplitOverOpt", "StepsOpt", "StrategyOpt", "SurfaceOpt", "TextEncoderPathOpt",
            "TrainerPythonOpt", "TrainerRootOpt", "TrainingModeOpt", "TriggerOpt", "ValidationIntervalOpt",
            "ValidationMediaOpt", "VllmUrlOpt"]
@@ -90,6 +92,9 @@ HeadroomOpt = Annotated[float | None, typer.Option(help="Autotune VRAM headroom:
 AutotuneOpt = Annotated[str | None, typer.Option(metavar=choices(AUTOTUNE), help="on: sweep for the fastest config "
                                                  "that fits; off: train with the plan's baseline config as is."
                                                  + default("autotune"), rich_help_panel=_AUTOTUNE)]
+AutotuneParallelOpt = Annotated[str | None, typer.Option(
+    metavar="auto|N", help="Autotune trials at once, each on its own GPU(s), never shared: auto gives one per usable "
+    "GPU; the winner is the one-at-a-time sweep's." + default("autotune_parallel"), rich_help_panel=_AUTOTUNE)]
 AudioOpt = Annotated[str | None, typer.Option(metavar=choices(AUDIO), help="auto: train audio when every clip has "
                                               "sound, video only when none has; on: audio and video, silent clips "
                                               "left out; off: video only on every clip (t2v, i2v, video-extend, "
@@ -141,6 +146,10 @@ EvalCheckpointsOpt = Annotated[str | None, typer.Option(
     metavar="last|best|all|N", help="Which checkpoints the evaluation renders with the same prompts and seeds "
     "(outputs/eval/grid.png, one row each): last; best (lowest holdout loss); all; N evenly spaced, the last "
     "included." + default("eval_checkpoints"), rich_help_panel=_EVALUATION)]
+PushToHubOpt = Annotated[str | None, typer.Option(
+    metavar="OWNER/NAME", help="Upload the final weights to this Hugging Face Hub repo at the end of training, "
+    "through the trainer's own hub settings (patched into the last stage's config). The token is read from "
+    "HF_TOKEN (or HUGGING_FACE_HUB_TOKEN) in the environment, never stored.", rich_help_panel=_TRAINING)]
 SkipEvalOpt = Annotated[bool | None, typer.Option("--skip-eval", help="Finish without the evaluation "
                                                   "renders (recorded as skipped).",
                                                   rich_help_panel=_EVALUATION)]

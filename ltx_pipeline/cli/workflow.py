@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ltx_pipeline.cli import Ending
-from ltx_pipeline.cli.options import RequestFileOpt, RunOpt, WorkspaceOpt
+from ltx_pipeline.cli.options import QueueOpt, RequestFileOpt, RunOpt, WorkspaceOpt
 from ltx_pipeline.cli.run_help import STRATEGIES, choices, default
 from ltx_pipeline.cli.run_options import (
     AcceptRiskOpt,
@@ -23,6 +23,7 @@ from ltx_pipeline.cli.run_options import (
     AssumeGpuOpt,
     AudioOpt,
     AutotuneOpt,
+    AutotuneParallelOpt,
     BackendOpt,
     BucketsOpt,
     CaptionerOpt,
@@ -46,6 +47,7 @@ from ltx_pipeline.cli.run_options import (
     NodesOpt,
     NvidiaSmiOpt,
     ProcessesOpt,
+    PushToHubOpt,
     RankOpt,
     SkipEvalOpt,
     SlurmArgOpt,
@@ -83,15 +85,16 @@ def run(  # one option per request field (``cli.run_options``); options left out
     text_encoder_path: TextEncoderPathOpt = None, backend: BackendOpt = None, surface: SurfaceOpt = None,
     assume_gpu: AssumeGpuOpt = None, nvidia_smi: NvidiaSmiOpt = None, accept_risk: AcceptRiskOpt = None,
     fresh_preprocess: FreshPreprocessOpt = None, headroom: HeadroomOpt = None, autotune: AutotuneOpt = None,
+    autotune_parallel: AutotuneParallelOpt = None,
     audio: AudioOpt = None, validation_media: ValidationMediaOpt = None, processes: ProcessesOpt = None,
     nodes: NodesOpt = None, main_ip: MainIpOpt = None, main_port: MainPortOpt = None,
     checkpoint_interval: CheckpointIntervalOpt = None, validation_interval: ValidationIntervalOpt = None,
     captioner: CaptionerOpt = None, vllm_url: VllmUrlOpt = None, holdout: HoldoutOpt = None,
     holdout_file: HoldoutFileOpt = None, split_over: SplitOverOpt = None, min_scene: MinSceneOpt = None,
     eval_prompt: EvalPromptOpt = None, skip_eval: SkipEvalOpt = None, holdout_loss: HoldoutLossOpt = None,
-    eval_checkpoints: EvalCheckpointsOpt = None,
+    eval_checkpoints: EvalCheckpointsOpt = None, push_to_hub: PushToHubOpt = None,
     slurm: SlurmOpt = None,
-    slurm_arg: SlurmArgOpt = None, approve: ApproveOpt = False, detach: DetachOpt = False,
+    slurm_arg: SlurmArgOpt = None, approve: ApproveOpt = False, detach: DetachOpt = False, queue: QueueOpt = False,
 ) -> Ending:
     """Create (or update) a run and drive it: probe, plan, then stop for approval.
 
@@ -110,15 +113,17 @@ def run(  # one option per request field (``cli.run_options``); options left out
         trainer_root=trainer_root, trainer_python=trainer_python, model_path=model_path,
         text_encoder_path=text_encoder_path, backend=backend, surface=surface, assume_gpu=assume_gpu,
         nvidia_smi=nvidia_smi, accept_risk=accept_risk, fresh_preprocess=fresh_preprocess, headroom=headroom,
-        autotune=autotune, audio=audio, validation_media=validation_media, processes=processes, nodes=nodes,
+        autotune=autotune, autotune_parallel=autotune_parallel,
+        audio=audio, validation_media=validation_media, processes=processes, nodes=nodes,
         main_ip=main_ip, main_port=main_port,
         checkpoint_interval=checkpoint_interval, validation_interval=validation_interval, captioner=captioner,
         vllm_url=vllm_url, holdout=holdout, holdout_file=holdout_file, eval_prompts=eval_prompt,
-        skip_eval=skip_eval, holdout_loss=holdout_loss, eval_checkpoints=eval_checkpoints, slurm=slurm,
+        skip_eval=skip_eval, holdout_loss=holdout_loss, eval_checkpoints=eval_checkpoints, push_to_hub=push_to_hub,
+        slurm=slurm,
         slurm_args=slurm_arg).given()
     ws, found = find_workspace(workspace)  # nothing is written before the request is accepted
     store, run_row, request = prepare_run(ws, found, run_name, with_request_file(request_file, given))
-    return watch_drive(ws, store, run_row, request, approve, RunOptions(detach=detach))
+    return watch_drive(ws, store, run_row, request, approve, RunOptions(detach=detach, queue=queue))
 
 
 def _deprecated_scene_options(split_over: float | None, min_scene: float | None) -> None:
@@ -174,7 +179,7 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
            replan: Annotated[bool, typer.Option(
                "--replan", help="After an upgrade: redo what this version would do otherwise (fingerprints an "
                "earlier version wrote compared strictly; phases it added run on a finished run).")] = False,
-           ) -> Ending:
+           queue: QueueOpt = False) -> Ending:
     """Continue a run where it stopped, re-running only what changed (run.yaml is re-read)."""
     from ltx_pipeline.cli.watch import watch_drive
     from ltx_pipeline.driving import find_workspace, latest_run_name, resume_run
@@ -186,7 +191,7 @@ def resume(workspace: WorkspaceOpt = None, run_name: RunOpt = None,
     store, run_row, request = resume_run(ws, found, run_name or latest_run_name(found), updates)
     return watch_drive(ws, store, run_row, request, approve,
                        RunOptions(detach=detach, apply_fix=apply_fix, restart_training=restart_training,
-                                  replan=replan))
+                                  replan=replan, queue=queue))
 
 
 def approve(workspace: WorkspaceOpt = None, run_name: RunOpt = None) -> Ending:

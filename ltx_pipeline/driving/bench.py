@@ -28,7 +28,7 @@ _COLD = ("chosen", "objective", "trials_run", "trials_oom", "trial_seconds", "en
 
 
 def bench_autotune(surface_file: Path, *, keep: Path | None = None, on_event: Any = None,
-                   prior: bool = False) -> dict[str, Any]:
+                   prior: bool = False, parallel: int | None = None) -> dict[str, Any]:
     """Run autotune on a throw-away simulated run for ``surface_file`` and return the figures.
 
     Args:
@@ -37,15 +37,23 @@ def bench_autotune(surface_file: Path, *, keep: Path | None = None, on_event: An
         on_event: the runner's event sink (None: silent).
         prior: first run the same surface once in the same workspace (its study seeds the second run's
             sweep as a prior), then report the second run, with the first one's figures as ``cold``.
+        parallel: also simulate the sweep with this many trials at once and with one (``parallel``:
+            winners, GPU-seconds, wall time; ``autotune.parallel_sim``).
     """
     from ltx_pipeline.backends.surface import load_surface
 
     surface_path = surface_file.expanduser().resolve()
     surface = load_surface(surface_path)
     if keep is not None:
-        return _bench_runs(surface_path, surface, keep, on_event, prior)
-    with tempfile.TemporaryDirectory(prefix="ltx-bench-") as tmp:
-        return _bench_runs(surface_path, surface, Path(tmp), on_event, prior)
+        figures = _bench_runs(surface_path, surface, keep, on_event, prior)
+    else:
+        with tempfile.TemporaryDirectory(prefix="ltx-bench-") as tmp:
+            figures = _bench_runs(surface_path, surface, Path(tmp), on_event, prior)
+    if parallel is not None:
+        figures["parallel"] = _parallel(surface, figures.pop("_space"), parallel)
+    else:
+        figures.pop("_space")
+    return figures
 
 
 def _bench_runs(surface_path: Path, surface: Any, root: Path, on_event: Any, prior: bool) -> dict[str, Any]:
@@ -54,6 +62,20 @@ def _bench_runs(surface_path: Path, surface: Any, root: Path, on_event: Any, pri
     cold = _bench(surface_path, surface, root, on_event, "bench-cold")
     warm = _bench(surface_path, surface, root, on_event, "bench")
     return {**warm, "cold": {k: cold[k] for k in _COLD}}
+
+
+def _parallel(surface: Any, space: dict[str, Any], slots: int) -> dict[str, Any]:
+    """The sweep simulated with one slot and with ``slots`` (same schedule code as the phase's)."""
+    from ltx_pipeline.autotune.parallel_sim import simulate_slots
+
+    runs = {n: simulate_slots(surface, space["space"], space["space"][0], headroom=space["headroom"],
+                              per_gpu_batch=space["per_gpu_batch"], slots=n) for n in (1, slots)}
+    one, many = runs[1], runs[slots]
+    keep = ("chosen", "trials_run", "trials_started", "stopped", "dropped", "gpu_seconds", "wall_seconds")
+    return {"slots": slots, "sequential": {k: one[k] for k in keep}, "parallel": {k: many[k] for k in keep},
+            "winner_unchanged": one["chosen"] == many["chosen"],
+            "gpu_seconds_vs_sequential": _ratio(many["gpu_seconds"], one["gpu_seconds"]),
+            "wall_vs_sequential": _ratio(many["wall_seconds"], one["wall_seconds"])}
 
 
 def _bench(surface_path: Path, surface: Any, root: Path, on_event: Any, run_name: str) -> dict[str, Any]:
@@ -122,11 +144,13 @@ def _figures(surface_path: Path, surface: Any, run_root: Path, phase_runs: dict[
         outputs = _failed_outputs(run_root, dict(recipe.knobs), request.headroom)
     training_steps = recipe.steps * len(recipe.stages)
     multi = any(len(s.buckets) > 1 for s in recipe.stages)
-    anchors, greedy = _anchors(surface, phase_runs["probe"], outputs, training_steps, multi)
+    space = _space(phase_runs["probe"], outputs, multi)
+    anchors, greedy = _anchors(surface, space, outputs, training_steps, multi)
     seconds = _trial_seconds(outputs)
     return {"failure": failure, "surface": str(surface_path), "gpu": surface.gpu.name,
             "capacity_gb": round(surface.capacity_gb, 2), **_sweep(outputs, seconds, training_steps, anchors),
-            "anchors": anchors, **_versus(seconds, outputs["objective"], anchors, greedy)}
+            "anchors": anchors, **_versus(seconds, outputs["objective"], anchors, greedy),
+            "_space": {"space": space, "headroom": outputs["headroom"], "per_gpu_batch": outputs["per_gpu_batch"]}}
 
 
 def _trial_seconds(outputs: dict[str, Any]) -> float:
@@ -139,16 +163,21 @@ def _trial_seconds(outputs: dict[str, Any]) -> float:
     return seconds
 
 
-def _anchors(surface: Any, probe: Any, outputs: dict[str, Any], training_steps: int,
-             multi: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The end-to-end anchors and the skill's greedy procedure, over the space the sweep searched: one
-    process's batch x accumulation kept fixed."""
-    from ltx_pipeline.ltx.autotune import end_to_end_anchors, search_space, skill_greedy
+def _space(probe: Any, outputs: dict[str, Any], multi: bool) -> list[dict[str, Any]]:
+    """The space the sweep searched: one process's batch x accumulation kept fixed, the baseline first."""
+    from ltx_pipeline.ltx.autotune import search_space
     from ltx_pipeline.outputs.probe import ProbeOutputs
 
-    per_gpu, headroom = outputs["per_gpu_batch"], outputs["headroom"]
     base = ProbeOutputs.from_stored(probe.outputs, probe.outputs_version).tier.base
-    space = search_space(base, per_gpu, multi, outputs["baseline"])
+    return search_space(base, outputs["per_gpu_batch"], multi, outputs["baseline"])
+
+
+def _anchors(surface: Any, space: list[dict[str, Any]], outputs: dict[str, Any], training_steps: int,
+             multi: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The end-to-end anchors and the skill's greedy procedure, over the space the sweep searched."""
+    from ltx_pipeline.ltx.autotune import end_to_end_anchors, skill_greedy
+
+    per_gpu, headroom = outputs["per_gpu_batch"], outputs["headroom"]
     anchors = end_to_end_anchors(surface, space, headroom, per_gpu, training_steps=training_steps,
                                  trial_steps=SIMULATED_TRIAL_STEPS, multi_bucket=multi)
     return anchors, skill_greedy(surface, outputs["baseline"], per_gpu, headroom, multi_bucket=multi)

@@ -19,6 +19,7 @@ from ltx_pipeline.driving.gates import Approval, Gate, gate_of
 from ltx_pipeline.engine import Outcome, Phase, Runner, approve_plan
 from ltx_pipeline.engine.options import RunOptions
 from ltx_pipeline.engine.reporting import Reporter
+from ltx_pipeline.gpus import RunGpus
 from ltx_pipeline.request import RunRequest
 from ltx_pipeline.store import Run, Store, saved_id
 from ltx_pipeline.workspace import Workspace
@@ -88,8 +89,10 @@ def drive(ws: Workspace, store: Store, run: Run, request: RunRequest, *, approve
     """
     hooks = hooks or DriveHooks()
     store.update_request(saved_id(run), request.model_dump(mode="json"))
+    options = options or RunOptions()
+    gpus = RunGpus(store, saved_id(run), run.name, str(ws.root), queue=options.queue)
     runner = Runner(store, ws, phases_through() if phases is None else phases, backend=backend_for(request),
-                    on_event=hooks.on_event, options=options or RunOptions(), reporter=hooks.reporter)
+                    on_event=hooks.on_event, options=options, reporter=hooks.reporter, gpus=gpus)
     report = runner.drive(run, request)
     approved: set[str] = set()
     while report.outcome is Outcome.AWAITING_APPROVAL and approve_as and report.approval_subject not in approved:

@@ -26,9 +26,11 @@ class RunOptions:
             compared strictly (every part it did not record counts), and a finished run runs the optional
             phases a later release added (``optional_extra``: the evaluation). Off, an upgrade keeps a run's
             work (#49).
+        queue: wait for the run's GPUs in the queue (first come, first served) instead of refusing a busy GPU.
     """
 
     detach: bool = False
     apply_fix: bool = False
     restart_training: bool = False
     replan: bool = False
+    queue: bool = False

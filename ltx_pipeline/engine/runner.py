@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from ltx_pipeline.engine.context import RunContext
 from ltx_pipeline.engine.fingerprint import FINGERPRINT_SCHEMA, SCHEMA_KEY, digest, rerun_reasons
@@ -30,9 +30,17 @@ from ltx_pipeline.errors import ApprovalRefused, GateStopped, LtxPipelineError, 
 from ltx_pipeline.store import PhaseRun, PhaseState, ProcessState, Run, RunState, Store, saved_id
 from ltx_pipeline.workspace import Workspace
 
-__all__ = ["DriveReport", "Outcome", "Runner", "approve_plan"]
+__all__ = ["DriveReport", "GpuClaim", "Outcome", "Runner", "approve_plan"]
 
 EventSink = Callable[[str, str, str | None], None]  # (message, level, phase)
+
+
+class GpuClaim(Protocol):
+    """The run's GPUs, as the driving layer hands them in (``ltx_pipeline.gpus.RunGpus``)."""
+
+    def claim(self, ctx: RunContext[Any, Any]) -> None: ...
+
+    def release(self) -> None: ...
 
 
 class Outcome(Enum):
@@ -80,7 +88,7 @@ class Runner:
 
     def __init__(self, store: Store, workspace: Workspace, phases: Sequence[Phase[Any]], *, backend: Any = None,
                  on_event: EventSink | None = None, options: RunOptions | None = None,
-                 reporter: Reporter | None = None) -> None:
+                 reporter: Reporter | None = None, gpus: GpuClaim | None = None) -> None:
         self.store = store
         self.workspace = workspace
         self.phases = tuple(phases)
@@ -88,6 +96,7 @@ class Runner:
         self.on_event = on_event
         self.options = options or RunOptions()
         self.reporter: Reporter = reporter or SilentReporter()
+        self.gpus = gpus  # the run's GPUs (``ltx_pipeline.gpus.RunGpus``): held from the first heavy phase run
 
     def drive(self, run: Run, request: Any) -> DriveReport:
         """Run every phase that needs to run, under the run's driver lock.
@@ -102,7 +111,11 @@ class Runner:
             for phase_name in self.store.interrupt_running(saved_id(run)):
                 self._emit(run, f"{phase_name} was interrupted last time; it runs again (what it launched and "
                            "is still alive is re-attached, never launched twice)", "warning", phase_name)
-            return self._drive_locked(run, request)
+            try:
+                return self._drive_locked(run, request)
+            finally:  # every exit path gives the GPUs back (a live launched trainer keeps them)
+                if self.gpus is not None:
+                    self.gpus.release()
 
     def _drive_locked(self, run: Run, request: Any) -> DriveReport:
         run = self.store.get_run(run.name) or run
@@ -128,6 +141,8 @@ class Runner:
             else:
                 if phase.heavy and drive.subject is None:
                     raise PhaseFailed(phase.name, 0, "a heavy phase is registered before any approval point")
+                if phase.heavy and self.gpus is not None:
+                    self.gpus.claim(ctx)  # take the run's GPUs, wait in the queue, or refuse in one line
                 lifecycle.approval_ok = drive.subject is not None
                 lifecycle.enter_phase(phase.name, after_approval_point=drive.subject is not None)
                 row = self.store.begin_phase(run_id, phase.name, reason=reason, fingerprint=fingerprint,

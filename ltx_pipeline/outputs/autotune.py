@@ -50,6 +50,7 @@ class TrialRecord(BaseModel):
     assumed_fit: bool | None = None
     from_prior: str | None = None  # "<study> trial <n>": where a prior's result came from
     host: str | None = None  # the host that ran it, on a shared store
+    gpus: list[int] | None = None  # the GPU indices it ran on, when trials ran side by side (--autotune-parallel)
 
 
 class PrunedConfig(BaseModel):
@@ -125,7 +126,7 @@ class AutotuneOutputs(PhaseOutputs):
         if self.off is not None:  # autotune off stores what it decided, nothing of a sweep
             return {k: data[k] for k in ("off", "baseline", "deltas", "patches", "reports")}
         data.pop("off")
-        data["trials"] = [{k: v for k, v in t.items() if v is not None or k not in ("from_prior", "host")}
+        data["trials"] = [{k: v for k, v in t.items() if v is not None or k not in ("from_prior", "host", "gpus")}
                           for t in data["trials"]]
         if self.prior is not None and self.prior.results is None:
             data["prior"].pop("results")

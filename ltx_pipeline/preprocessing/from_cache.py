@@ -28,6 +28,7 @@ from ltx_pipeline.errors import PhaseFailed
 from ltx_pipeline.ltx.metadata import sample_name
 from ltx_pipeline.ltx.precomputed_layout import PlannedOutput, PreprocessScript, dataset_roles, script_for
 from ltx_pipeline.preprocessing.cache_plan import CachePlan, RowPlan
+from ltx_pipeline.preprocessing.processes import ProcessBudget
 from ltx_pipeline.trainer_log import read_tail
 from ltx_pipeline.workspace import atomic_write
 
@@ -48,6 +49,7 @@ class Encode:
     stage: int
     log: Path
     load: Callable[[Path], object]
+    processes: ProcessBudget = ProcessBudget(1, "one process")  # ranks per command, at most its rows
 
 
 def fill_from_cache(ctx: Any, plan: CachePlan, output_dir: Path, encode: Encode) -> Assembly:
@@ -143,12 +145,13 @@ def _run_script(ctx: Any, plan: CachePlan, script: PreprocessScript,
         values = _subset_metadata(ctx, subset, [row for row, _ in rows], encode.metadata_file)
         out = staging / "precomputed"
         folders = ", ".join(sorted({output.folder for _, make in rows for output, _ in make}))
+        processes = encode.processes.for_rows(len(rows))
         ctx.narrate(f"{_label(encode.stage)}: encoding {sum(1 for _, make in rows if make)} row(s) with the "
-                    f"{script} script ({folders}).")
+                    f"{script} script ({folders}).{encode.processes.words(processes)}")
         spec = ctx.backend.preprocess_command(subset, encode.bucket_text, out, model_path=encode.model_path,
                                               text_encoder_path=encode.text_encoder_path,
                                               trigger=ctx.request.trigger, extra_flags=list(encode.extra_flags),
-                                              script=script)
+                                              script=script, num_processes=processes)
         record = ctx.journal.run_to_end("preprocess", encode.stage, spec, encode.log).exit()
         if record is None or record["exit_code"] != 0:
             tail = " | ".join(line.strip() for line in read_tail(encode.log, 3) if line.strip())

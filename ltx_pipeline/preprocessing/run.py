@@ -51,6 +51,7 @@ from ltx_pipeline.ltx.precomputed import inspect_precomputed
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.preprocessing.cache_plan import plan_stage
 from ltx_pipeline.preprocessing.from_cache import Encode, fill_from_cache
+from ltx_pipeline.preprocessing.processes import process_budget
 from ltx_pipeline.preprocessing.reconcile import reconcile_written as _reconcile_written
 from ltx_pipeline.preprocessing.reconcile import skipped_in as _skipped_in
 from ltx_pipeline.trainer_log import read_tail
@@ -167,7 +168,8 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
     plan = plan_stage(ctx, mode=mode, metadata_file=metadata_file, buckets=buckets, extra_flags=extra_flags,
                       files=model_files(ctx.workspace, model_path, text_encoder_path)) \
         if _inside(output_dir, ctx.paths.root) else None  # a folder outside the run is never assembled
-    encode = Encode(metadata_file, bucket_text, model_path, text_encoder_path, extra_flags, stage, log, _load)
+    encode = Encode(metadata_file, bucket_text, model_path, text_encoder_path, extra_flags, stage, log, _load,
+                    processes=process_budget(ctx))
     if plan is None:
         _preprocess_whole(ctx, output_dir, identity, encode)
     else:
@@ -190,11 +192,14 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
 
 def _preprocess_whole(ctx: Any, output_dir: Path, identity: dict[str, Any], encode: Encode) -> None:
     """Run ``process_dataset`` over the whole metadata into ``output_dir`` (a stage the cache cannot key)."""
+    processes = encode.processes.for_rows(len(read_metadata_rows(encode.metadata_file)))
     ctx.narrate(f"Preprocessing {encode.metadata_file.name} at {encode.bucket_text} into {output_dir} "
-                "(resolution-specific latents; this can take a while on large datasets).")
+                "(resolution-specific latents; this can take a while on large datasets)."
+                f"{encode.processes.words(processes)}")
     spec = ctx.backend.preprocess_command(encode.metadata_file, encode.bucket_text, output_dir,
                                           model_path=encode.model_path, text_encoder_path=encode.text_encoder_path,
-                                          trigger=ctx.request.trigger, extra_flags=encode.extra_flags)
+                                          trigger=ctx.request.trigger, extra_flags=encode.extra_flags,
+                                          num_processes=processes)
     _record(ctx, output_dir, identity)  # first: an interrupted folder is resumed with the same identity
     record = ctx.journal.run_to_end("preprocess", encode.stage, spec, encode.log).exit()
     if record is None or record["exit_code"] != 0:

@@ -108,6 +108,9 @@ class RunRequest(BaseModel):
     trainer_python: str | None = None
     # off: train with the plan's baseline config as is, no sweep (said in plan.md and autotune.md).
     autotune: Literal["on", "off"] = "on"
+    # Autotune trials at once on this machine, each on its own GPU(s) (autotune.slots): 1 one after another,
+    # "auto" one per free GPU (capped by the sweep's width).
+    autotune_parallel: int | Literal["auto"] = 1
     # Modes that train audio beside video: auto decides from the clips' sound (ltx.audio_choice), on/off force it.
     audio: Literal["auto", "on", "off"] = "auto"
     validation_media: Literal["auto", "without", "none"] = "auto"  # see ltx.validation_sources.CHOICES
@@ -123,6 +126,9 @@ class RunRequest(BaseModel):
     reference_memory_scale: float | None = Field(default=None, gt=0)
     headroom: float = Field(default=0.05, ge=0.0, lt=0.5)  # autotune keeps peak VRAM under capacity x (1 - headroom)
     fresh_preprocess: bool = False  # ignore an existing .precomputed and preprocess into the run's own folder
+    # Preprocessing ranks under accelerate launch (ltx; preprocessing.processes): None = one per visible GPU (one
+    # with no GPU here); a number caps it, or on a CPU starts that many CPU ranks (tests, development).
+    preprocess_processes: int | None = Field(default=None, ge=1, le=64)
     # Prepare phase (a folder of clips, one long video, or metadata with captions missing):
     # The captioner asked for, else the backend's (ltx.preparation.default_captioner): resolved here, once, by
     # _resolve_defaults (so never missing, though it may be left out of the values).
@@ -141,6 +147,8 @@ class RunRequest(BaseModel):
     holdout_loss: Literal["on", "off"] = "on"
     # Which checkpoints the evaluation renders (last, best, all or a number; None: the last and the lowest-holdout one).
     eval_checkpoints: str | None = None
+    # The Hub repo (owner/name) the trainer uploads the final weights to (ltx.hub); the token stays in the environment.
+    push_to_hub: str | None = None
     # Training on a SLURM cluster: the train phase writes <run>/slurm/*.sbatch and submits it (sbatch),
     # with the user's own #SBATCH options (partition, account, time...) passed through verbatim.
     slurm: bool = False
@@ -196,6 +204,30 @@ class RunRequest(BaseModel):
     @classmethod
     def _known_checkpoints(cls, value: str | None) -> str | None:
         return None if value is None else check_choice(value.strip().lower())
+
+    @field_validator("autotune_parallel", mode="before")
+    @classmethod
+    def _trials_at_once(cls, value: Any) -> int | str:
+        text = str(value).strip().lower()
+        if text == "auto":
+            return "auto"
+        if not text.isdigit() or int(text) < 1:
+            raise PydanticCustomError("autotune_parallel", "must be auto or a number of trials from 1 up",
+                                      {"fix": "give --autotune-parallel auto, or a whole number such as 2"})
+        return int(text)
+
+    @field_validator("push_to_hub")
+    @classmethod
+    def _hub_repo(cls, value: str | None) -> str | None:
+        from ltx_pipeline.ltx.hub import repo_id_problem
+
+        if value is None:
+            return None
+        problem = repo_id_problem(value.strip())
+        if problem:
+            raise PydanticCustomError("hub_repo", problem.replace("{", "(").replace("}", ")"),
+                                      {"fix": "give the repo as owner/name, e.g. your-name/my-ltx2-lora"})
+        return value.strip()
 
     @field_validator("eval_prompts")
     @classmethod

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ltx_pipeline.cache.hits import read_hits
 from ltx_pipeline.engine.gates import current_gate
 from ltx_pipeline.engine.lock import driver_on_store
+from ltx_pipeline.gpus.board import gpu_board
 from ltx_pipeline.ltx.modes import MODES, generated_media
 from ltx_pipeline.status.holdout_loss import holdout_loss
 from ltx_pipeline.status.live import GpuReader, LogSummary, WeightsFiles, live_training
@@ -49,7 +50,11 @@ def status_report(store: Store | StoreReader | None, workspace: Workspace, run_n
         if run_name is not None:
             runs = [r for r in runs if r.name == run_name]
         entries = [_run_entry(store, workspace, r, readers) for r in runs]
-    return {"workspace": str(workspace.root), "runs": entries}
+    board = gpu_board(store) if store is not None else {"holders": [], "queue": []}
+    for entry in entries:  # a run's own GPUs and its place in the queue, beside the whole board
+        entry["gpus_held"] = [h for h in board["holders"] if h["run"] == entry["name"]]
+        entry["gpu_queue"] = next((q for q in board["queue"] if q["run"] == entry["name"]), None)
+    return {"workspace": str(workspace.root), "runs": entries, "gpus": board}
 
 
 class _Readers(NamedTuple):

@@ -17,8 +17,8 @@ from sqlmodel import Field, SQLModel
 from ltx_pipeline.store.rows import saved_id
 from ltx_pipeline.store.states import ProcessState, RunState
 
-__all__ = ["Approval", "Checkpoint", "Event", "MediaFacts", "Metric", "PhaseRun", "Process", "Run", "saved_id",
-           "utcnow"]
+__all__ = ["Approval", "Checkpoint", "Event", "GpuLease", "GpuWaiter", "MediaFacts", "Metric", "PhaseRun", "Process",
+           "Run", "saved_id", "utcnow"]
 
 
 def utcnow() -> datetime:
@@ -170,3 +170,45 @@ class MediaFacts(SQLModel, table=True):
     mtime_ns: int = Field(sa_type=BigInteger)  # nanoseconds since 1970: past 2**31 long ago
     facts: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     read_at: datetime = Field(default_factory=utcnow)
+
+
+class GpuLease(SQLModel, table=True):
+    """One GPU held by a run (or a trial, or a preprocessing job), while its holder lives.
+
+    A row exists only while the GPU is held: releasing deletes it. ``(host, gpu_uuid)`` is unique, so two
+    engines inserting the same GPU at once cannot both succeed (on SQLite and PostgreSQL alike); assumed GPUs
+    (``ASSUMED-<n>``) are told apart by host. The holder is ``pid`` plus its start time (``create_time``): a
+    lease whose process is dead, and whose run has no live launched process, is free (``ltx_pipeline.gpus``).
+    """
+
+    __tablename__ = "gpu_leases"
+    __table_args__ = (UniqueConstraint("host", "gpu_uuid", name="uq_gpu_lease"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="runs.id", index=True)
+    kind: str = Field(default="run")  # run, trial, preprocess
+    gpu_index: int
+    gpu_uuid: str
+    host: str
+    pid: int
+    create_time: float
+    taken_at: datetime = Field(default_factory=utcnow)
+
+
+class GpuWaiter(SQLModel, table=True):
+    """A run waiting in the GPU queue: first come, first served by ``id`` (the order entries were made).
+
+    The entry outlives its engine: ``resume`` re-attaches to the same row (its place kept) with its new pid.
+    ``gpus`` lists the GPUs it waits for as ``{"index", "uuid"}``.
+    """
+
+    __tablename__ = "gpu_waiters"
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="runs.id", index=True, unique=True)
+    kind: str = Field(default="run")
+    gpus: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    host: str
+    pid: int
+    create_time: float
+    entered_at: datetime = Field(default_factory=utcnow)

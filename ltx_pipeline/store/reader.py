@@ -25,7 +25,8 @@ from ltx_pipeline.store.revision import VERSION_TABLE, head_revision
 
 __all__ = ["Record", "StoreReader"]
 
-_TABLES = {"runs", "phase_runs", "events", "approvals", "processes", "metrics", "checkpoints"}
+_TABLES = {"runs", "phase_runs", "events", "approvals", "processes", "metrics", "checkpoints", "gpu_leases",
+           "gpu_waiters"}
 
 
 class Record:
@@ -131,3 +132,9 @@ class StoreReader:
         if stage is None:
             return self._rows("checkpoints", "run_id = ?", (run_id,), order="stage, step")
         return self._rows("checkpoints", "run_id = ? AND stage = ?", (run_id, stage), order="stage, step")
+
+    def gpu_leases(self) -> list[Record]:
+        return self._rows("gpu_leases")
+
+    def gpu_waiters(self) -> list[Record]:
+        return self._rows("gpu_waiters")

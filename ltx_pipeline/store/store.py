@@ -17,12 +17,15 @@ from sqlalchemy import delete, event, func, text
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
+from ltx_pipeline.store.leases import LeaseMethods
 from ltx_pipeline.store.location import is_sqlite
 from ltx_pipeline.store.migrate import upgrade
 from ltx_pipeline.store.models import (
     Approval,
     Checkpoint,
     Event,
+    GpuLease,
+    GpuWaiter,
     MediaFacts,
     Metric,
     PhaseRun,
@@ -66,8 +69,8 @@ def _get(session: Session, model: type[_Row], key: int) -> _Row:
     return row
 
 
-class Store:
-    """The engine's SQLite store for one workspace."""
+class Store(LeaseMethods):
+    """The engine's SQLite store for one workspace (GPU leases and the queue: ``store.leases``)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -173,6 +176,8 @@ class Store:
             for name, statement in (
                     ("events", delete(Event).where(col(Event.run_id) == run_id)),
                     ("approvals", delete(Approval).where(col(Approval.run_id) == run_id)),
+                    ("gpu_leases", delete(GpuLease).where(col(GpuLease.run_id) == run_id)),
+                    ("gpu_waiters", delete(GpuWaiter).where(col(GpuWaiter.run_id) == run_id)),
                     ("processes", delete(Process).where(col(Process.run_id) == run_id)),
                     ("metrics", delete(Metric).where(col(Metric.run_id) == run_id)),
                     ("checkpoints", delete(Checkpoint).where(col(Checkpoint.run_id) == run_id)),

@@ -110,7 +110,7 @@ def _surface(tmp_path: Path) -> Path:
 def test_the_official_trainer_needs_a_gpu_real_files_and_its_checkout(tmp_path: Path) -> None:
     backend = LtxBackend(tmp_path / "LTX-2" / ".." / "LTX-2")
     assert backend.capabilities == Capabilities(runs_real_trainer=True, needs_gpu=True, uses_real_files=True,
-                                                simulated_gpu=None)
+                                                simulated_gpu=None, shards_preprocessing=True)
     assert backend.checkout_root == (tmp_path / "LTX-2").resolve()
     assert backend.description == f"ltx (the official ltx-trainer at {(tmp_path / 'LTX-2').resolve()})"
     without = LtxBackend(None)

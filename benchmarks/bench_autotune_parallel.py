@@ -1,0 +1,45 @@
+"""Wall time of a reference-backend autotune sweep, one trial at a time vs ``--autotune-parallel 2``.
+
+Four GPUs are assumed (``--assume-gpu "Toy GPU,32768,4"``); the toy trainer really trains each trial on
+the CPU, its memory scaled to GPU-sized figures (as tests/phases/test_autotune.py does), so the sweep
+prunes and fits as on a 32 GiB card. Prints each sweep's wall time (the autotune phase alone), its
+trials with their GPUs and start/end, and both winners. A benchmark: it asserts nothing.
+
+    python benchmarks/bench_autotune_parallel.py [--clips 4] [--steps 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clips", type=int, default=4)
+    args = parser.parse_args()
+    from tests.phases.parallel_helpers import sweep
+    from tests.reference_trainer.conftest import write_dataset
+
+    with tempfile.TemporaryDirectory(prefix="bench-autotune-parallel-") as tmp:
+        dataset = write_dataset(Path(tmp) / "data", [(f"clip{i}.mp4", 17, True) for i in range(args.clips)])
+        figures = {}
+        for parallel in (1, 2):
+            started = time.monotonic()
+            figures[parallel] = sweep(Path(tmp) / f"ws{parallel}", dataset, parallel)
+            figures[parallel]["command_seconds"] = round(time.monotonic() - started, 1)
+        one, two = figures[1], figures[2]
+        for figure in (one, two):
+            figure.pop("outputs")
+        print(json.dumps({"sequential": one, "parallel_2": two, "same_winner": one["winner"] == two["winner"],
+                          "wall_ratio": round(two["seconds"] / one["seconds"], 3)}, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
