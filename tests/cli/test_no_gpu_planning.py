@@ -48,7 +48,7 @@ def _phases(workspace: Path) -> list[tuple[str, str]]:
     return [(row.phase, row.status) for row in store.phase_attempts(run.id)]
 
 
-@pytest.mark.slow  # a preprocessing and a 4-step CPU training of the toy model
+@pytest.mark.long  # a preprocessing and a 4-step CPU training of the toy model: 15 s on 2 cores
 @pytest.mark.usefixtures("no_nvidia_smi")
 def test_the_reference_backend_plans_for_the_default_gpu_and_finishes_with_no_nvidia_smi(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,6 +9,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+import pytest
 import torch
 import yaml
 from conftest import REPO
@@ -64,6 +65,7 @@ def _initial_lora(project) -> Path:
     return saved.rename(saved.with_name("initial_lora.safetensors"))  # no step in the name: no state to resume
 
 
+@pytest.mark.long  # two launchers, a rendezvous and a toy training: 22 s on 2 cores
 def test_two_nodes_train_as_one_node_with_the_same_processes(project) -> None:
     backend = ReferenceBackend()
     common = {"optimization": {"steps": STEPS}, "validation": {"interval": None},
