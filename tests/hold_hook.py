@@ -4,8 +4,8 @@
 
 Write ``HOLD`` as ``sitecustomize.py`` into a folder on the engine's ``PYTHONPATH`` and set
 ``HOLD_IN_PHASE`` (the phase) and ``HOLD_MARKER`` (a file written once the engine is held there): the
-engine then sleeps for two minutes right after that phase's attempt is recorded, so a test can kill it,
-or contend with it, at a known point.
+engine then sleeps for two minutes right after that phase's attempt is recorded (or, with ``HOLD_WHILE``
+naming a file, for as long as that file exists), so a test can kill it, or contend with it, at a known point.
 """
 
 HOLD = '''
@@ -19,7 +19,12 @@ def _patch(store):
         row = begin(self, run_id, phase, **kwargs)
         if phase == os.environ.get("HOLD_IN_PHASE"):
             pathlib.Path(os.environ["HOLD_MARKER"]).write_text(phase)
-            time.sleep(120)
+            gate = os.environ.get("HOLD_WHILE")
+            if gate:  # held while that file exists: the test lets it go by removing it
+                while pathlib.Path(gate).exists():
+                    time.sleep(0.05)
+            else:
+                time.sleep(120)
         return row
 
     store.Store.begin_phase = hold

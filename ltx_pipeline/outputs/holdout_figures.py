@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FIGURES_FILE", "CheckpointLoss", "FiguresUnreadable", "LossParts", "lowest", "read_figures"]
+__all__ = ["FIGURES_FILE", "CheckpointLoss", "FiguresUnreadable", "LossParts", "lowest", "parse_figures",
+           "read_figures"]
 
 FIGURES_FILE = "holdout-loss.json"  # under the run's outputs/ (the last trained stage's output_dir)
 
@@ -54,6 +55,15 @@ def read_figures(path: Path) -> list[CheckpointLoss] | None:
         return None
     except (OSError, ValueError) as exc:
         raise FiguresUnreadable(f"{path} cannot be read: {exc}") from exc
+    return parse_figures(rows, path)
+
+
+def parse_figures(rows: Any, path: Path) -> list[CheckpointLoss]:
+    """``rows`` (the file's JSON, already read) by step.
+
+    Raises:
+        FiguresUnreadable: not a list of rows in the format above.
+    """
     if not isinstance(rows, list):
         raise FiguresUnreadable(f"{path} is not a list of checkpoint rows")
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ltx_pipeline.workspace import atomic_write
+from ltx_pipeline.reports.sections import with_section_before, without_section, write_section_before
 
 __all__ = ["HEADING", "HoldoutPlan", "StepTime", "holdout_lines", "with_holdout_section", "without_holdout_section",
            "write_holdout_section"]
@@ -133,35 +133,15 @@ def _time_words(plan: HoldoutPlan) -> str:
 
 
 def with_holdout_section(text: str, section: list[str]) -> str:
-    """``text`` (a plan.md) with ``section`` in place of its holdout section, else before "Approve to proceed"."""
-    lines = without_holdout_section(text).splitlines()
-    at = next((i for i, line in enumerate(lines) if line == _BEFORE), len(lines))
-    block = list(section)
-    if at == len(lines) and lines and lines[-1].strip():
-        block = ["", *block]
-    return "\n".join([*lines[:at], *block, *lines[at:]]).rstrip("\n") + "\n"
+    """``text`` (a plan.md) with ``section`` in place of its holdout section, else before ``_BEFORE``."""
+    return with_section_before(text, HEADING, section, _BEFORE)
 
 
 def without_holdout_section(text: str) -> str:
     """``text`` without its holdout section (how the plan reads apart from these counts)."""
-    out: list[str] = []
-    skipping = False
-    for line in text.splitlines():
-        if line == HEADING:
-            skipping = True
-            continue
-        if skipping and line.startswith("## "):
-            skipping = False
-        if not skipping:
-            out.append(line)
-    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+    return without_section(text, HEADING)
 
 
 def write_holdout_section(plan_file: Path, section: list[str], *, root: Path) -> bool:
     """Put ``section`` into the plan.md at ``plan_file`` (written atomically); False when there is none."""
-    try:
-        text = plan_file.read_text(encoding="utf-8")
-    except OSError:
-        return False
-    atomic_write(plan_file, with_holdout_section(text, section), root=root)
-    return True
+    return write_section_before(plan_file, HEADING, section, _BEFORE, root=root)

@@ -8,7 +8,7 @@ atomic, so two engines racing for one GPU never both get it, on SQLite and Postg
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
 from sqlalchemy import delete
@@ -25,8 +25,7 @@ Holder = tuple[int, float, str]  # pid, its start time, host
 class LeaseMethods:
     """GPU leases and waiters (mixed into ``Store``)."""
 
-    def _session(self) -> AbstractContextManager[Session]:  # provided by Store
-        raise NotImplementedError
+    _session: Callable[[], AbstractContextManager[Session]]  # Store's own: one session, one transaction
 
     def gpu_leases(self) -> list[GpuLease]:
         """Every lease, oldest first."""

@@ -23,50 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.hold_hook import HOLD
 from tests.reference_trainer.conftest import write_dataset
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE = [sys.executable, "-c", "from ltx_pipeline.cli import main; main()"]
 GPU = "NVIDIA H100 80GB HBM3,81559,1"
-
-HOLD_TRAIN = '''
-import importlib.abc, importlib.util, os, pathlib, sys, time
-
-
-def _patch(store):
-    begin = store.Store.begin_phase
-
-    def hold(self, run_id, phase, **kwargs):
-        row = begin(self, run_id, phase, **kwargs)
-        gate = os.environ.get("HOLD_TRAIN_WHILE")
-        if phase == "train" and gate:
-            pathlib.Path(gate + ".held").write_text("held")
-            while pathlib.Path(gate).exists():
-                time.sleep(0.05)
-        return row
-
-    store.Store.begin_phase = hold
-
-
-class _PatchOnImport(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != "ltx_pipeline.store.store":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        load = spec.loader.exec_module
-
-        def exec_module(module):
-            load(module)
-            _patch(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-sys.meta_path.insert(0, _PatchOnImport())
-'''
-
 
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
@@ -78,13 +40,13 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert make_base.main([str(base)]) == 0
     hooks = root / "hooks"
     hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(HOLD_TRAIN)
+    (hooks / "sitecustomize.py").write_text(HOLD)
     dataset = write_dataset(root / "data", [("a", 17, False), ("b", 17, False)])
     return {"base": base, "hooks": hooks, "dataset": dataset}
 
 
 def env(kit: dict[str, Path], gate: Path | None = None) -> dict[str, str]:
-    extra = {"HOLD_TRAIN_WHILE": str(gate)} if gate else {}
+    extra = {"HOLD_IN_PHASE": "train", "HOLD_MARKER": f"{gate}.held", "HOLD_WHILE": str(gate)} if gate else {}
     return {**os.environ, "LTX_REFERENCE_DEVICE": "cpu", "LTX_PIPELINE_QUEUE_POLL_S": "0.2",
             "PYTHONPATH": os.pathsep.join([str(kit["hooks"]), str(REPO), os.environ.get("PYTHONPATH", "")]),
             **extra}
