@@ -29,7 +29,7 @@ from ltx_pipeline.trainer_log._detect import (
 )
 from ltx_pipeline.trainer_log._dropped import dropped_items_failure
 from ltx_pipeline.trainer_log._events import ErrorSignal, Event, StepEvent
-from ltx_pipeline.trainer_log._exceptions import exception_failure
+from ltx_pipeline.trainer_log._exceptions import exception_failure, root_exception
 from ltx_pipeline.trainer_log._generic import (
     config_parse_failure,
     empty_dataset_failure,
@@ -311,6 +311,8 @@ def _killed_fix() -> list[FixStep]:
 
 def _crash_evidence(lines: list[str], signals: list[ErrorSignal], exit_code: int | None,
                     signal: int | None) -> str:
+    if raised := root_exception(lines):  # the exception itself, not the prose a user wrote after the paste
+        return raised.line.strip()
     last_traceback = max((i for i, ln in enumerate(lines) if ln.startswith("Traceback (most recent call last)")),
                          default=None)
     if last_traceback is not None:

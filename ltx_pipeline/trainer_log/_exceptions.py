@@ -7,8 +7,9 @@ exception is found structurally (the last traceback's exception; a chained trace
 re-raise such as ``CalledProcessError``, or a traceback cut before its exception line, gives way to the one
 before) and its TYPE, with the standard message shapes of those libraries, maps to a kind. Exception lines
 pasted alone (in prose, without a traceback) count too; front ends that drop the type ("Error running job:
-<message>") leave the message, which the shapes still read. Input lines have their launcher prefixes stripped
-already. Pure standard library.
+<message>") leave the message, which the shapes still read; a paste cut right after the last frame's
+``raise Type("message")`` source line gives that type and message (Python prints no more than that). Input
+lines have their launcher prefixes stripped already. Pure standard library.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ _FRONT_END_RE = re.compile(r"^(?:Error running job|Training failed|Exception|Err
 _CHAIN_MARKERS = ("During handling of the above exception", "The above exception was the direct cause")
 # Raised by launchers and wrappers about a child that failed: the child's own exception is the cause.
 _WRAPPERS = {"CalledProcessError", "ChildFailedError", "SystemExit", "ProcessRaisedException", "ProcessExitedException"}
+# A frame's source line that raises with a literal message: `raise ValueError("...")`, `raise X(f'...')`.
+_RAISE_RE = re.compile(r"^raise (?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\(\s*f?(?P<q>['\"])(?P<message>.*?)(?P=q)")
 
 
 def root_exception(lines: list[str]) -> RaisedException | None:
@@ -56,12 +59,15 @@ def _exceptions(lines: list[str]) -> list[RaisedException]:
     """Each exception line in order: those ending a traceback, and those printed on their own."""
     found: list[RaisedException] = []
     in_traceback = False
+    last_source = ""  # the newest frame's source line, for a traceback the paste cut before its exception line
     for raw in lines:
         line = raw.rstrip()
         if line.startswith("Traceback (most recent call last)"):
-            in_traceback = True
+            in_traceback, last_source = True, ""
             continue
         if not line.strip() or line.startswith((" ", "\t")) or line.lstrip().startswith(('File "', "^", "~")):
+            if in_traceback and line.strip() and not line.lstrip().startswith(('File "', "^", "~")):
+                last_source = line.strip()
             continue  # frames, source lines, carets: inside a traceback or an indented quote
         if line.startswith(_CHAIN_MARKERS):
             continue
@@ -70,6 +76,8 @@ def _exceptions(lines: list[str]) -> list[RaisedException]:
             in_traceback = False
         elif (match := _FRONT_END_RE.match(line) or _HTTP_ERROR_RE.match(line)) and not in_traceback:
             found.append(RaisedException("", match.group("message").strip(), line))
+    if in_traceback and (match := _RAISE_RE.match(last_source)):  # cut after the raising frame: it names the error
+        found.append(RaisedException(match.group("type"), match.group("message"), last_source))
     return found
 
 
@@ -89,6 +97,10 @@ _DATASET_ADVICE = ("The dataset gave the trainer nothing to train on ({evidence}
                    "and batch size leave samples.")
 _HOST_ADVICE = ("The host (CPU) ran out of memory, not the GPU ({evidence}): free RAM, add swap (on Windows a larger "
                 "page file), lower the data loader's workers, or load a smaller (quantized) checkpoint.")
+_NOTHING_TRAINABLE_ADVICE = ("Nothing in the model is trainable ({evidence}): the adapter config (LoRA/LyCORIS "
+                             "target modules, preset or network type) matched no module of this model; use targets "
+                             "written for this model's module names (the trainer's example for it), and if the same "
+                             "config worked before, check whether an update renamed the model's modules.")
 _STALE_ADVICE = ("A batch lacks a cached tensor the training step reads ({evidence}): the cache was made by another "
                  "model, trainer version or with other options (for example without the image/clip conditioning "
                  "this mode needs); cache latents and text-encoder outputs again with this run's settings.")
@@ -123,6 +135,8 @@ _SHAPES: tuple[tuple[re.Pattern[str], str, str], ...] = (
      "missing_files", _MISSING_ADVICE),
     (re.compile(r"\b\d+ validation errors? for \w+|Invalid (?:user )?config|extra keys not allowed|"
                 r"required (?:key|property|option|argument)"), "config_error", _CONFIG_ADVICE),
+    # torch.optim's refusal of an empty parameter list: the adapter selected no weight to train.
+    (re.compile(r"optimizer got an empty parameter list"), "config_error", _NOTHING_TRAINABLE_ADVICE),
     # An empty dataset: "no <items> found/discovered/loaded/...", "0 images found", "dataset ... is empty". A media
     # file that exists and does not decode is left to the crash it raises (tests/unit/trainer_log/test_missing_media).
     (re.compile(r"(?i)\bno (?:valid |training |usable )?(?:images?|videos?|samples?|files?|data|items?|captions?|"
