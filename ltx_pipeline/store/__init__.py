@@ -21,13 +21,14 @@ if TYPE_CHECKING:
         PhaseRun,
         Process,
         Run,
+        UiAudit,
     )
     from ltx_pipeline.store.rows import saved_id
     from ltx_pipeline.store.states import PhaseState, ProcessState, RunState
     from ltx_pipeline.store.store import Store
 
 __all__ = ["Approval", "Checkpoint", "Event", "MediaFacts", "Metric", "PhaseRun", "PhaseState", "Process",
-           "ProcessState", "Run", "RunState", "Store", "saved_id"]
+           "ProcessState", "Run", "RunState", "Store", "UiAudit", "saved_id"]
 
 _HOMES = {**{name: "ltx_pipeline.store.models" for name in __all__},
           **{name: "ltx_pipeline.store.states" for name in ("PhaseState", "ProcessState", "RunState")},

@@ -18,7 +18,7 @@ from ltx_pipeline.store.rows import saved_id
 from ltx_pipeline.store.states import ProcessState, RunState
 
 __all__ = ["Approval", "Checkpoint", "Event", "GpuLease", "GpuWaiter", "MediaFacts", "Metric", "PhaseRun", "Process",
-           "Run", "saved_id", "utcnow"]
+           "Run", "UiAudit", "saved_id", "utcnow"]
 
 
 def utcnow() -> datetime:
@@ -212,3 +212,21 @@ class GpuWaiter(SQLModel, table=True):
     pid: int
     create_time: float
     entered_at: datetime = Field(default_factory=utcnow)
+
+
+class UiAudit(SQLModel, table=True):
+    """One write action asked of the dashboard (the studio), accepted or refused: who, what, when, the outcome.
+
+    ``run`` is the run's name, not a key: the record of a ``remove`` outlives the run it removed. ``who`` is the
+    name the server was given for its token (``loopback`` when served without one), never the token itself.
+    """
+
+    __tablename__ = "ui_audit"
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(default_factory=utcnow)
+    run: str | None = Field(default=None, index=True)
+    who: str
+    action: str
+    command: str  # the CLI command it ran, shell-quoted for display only
+    outcome: str  # "ok", or the one-line error

@@ -26,7 +26,7 @@ from ltx_pipeline.store.revision import VERSION_TABLE, head_revision
 __all__ = ["Record", "StoreReader"]
 
 _TABLES = {"runs", "phase_runs", "events", "approvals", "processes", "metrics", "checkpoints", "gpu_leases",
-           "gpu_waiters"}
+           "gpu_waiters", "ui_audit"}
 
 
 class Record:
@@ -138,3 +138,8 @@ class StoreReader:
 
     def gpu_waiters(self) -> list[Record]:
         return self._rows("gpu_waiters")
+
+    def audit_rows(self, run: str | None = None, limit: int = 200) -> list[Record]:
+        if run is None:
+            return self._rows("ui_audit", order="id DESC")[:limit]
+        return self._rows("ui_audit", "run = ?", (run,), order="id DESC")[:limit]

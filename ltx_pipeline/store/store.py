@@ -17,6 +17,7 @@ from sqlalchemy import delete, event, func, text
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
+from ltx_pipeline.store.audit import AuditMethods
 from ltx_pipeline.store.leases import LeaseMethods
 from ltx_pipeline.store.location import is_sqlite
 from ltx_pipeline.store.migrate import upgrade
@@ -69,8 +70,9 @@ def _get(session: Session, model: type[_Row], key: int) -> _Row:
     return row
 
 
-class Store(LeaseMethods):
-    """The engine's SQLite store for one workspace (GPU leases and the queue: ``store.leases``)."""
+class Store(LeaseMethods, AuditMethods):
+    """The engine's SQLite store for one workspace (GPU leases and the queue: ``store.leases``; the dashboard's
+    audit: ``store.audit``)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

@@ -8,6 +8,7 @@ Nothing here writes: the store comes from ``StoreSource`` (read-only) and files 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,6 +27,7 @@ from ltx_pipeline.ui.documents import run_documents
 from ltx_pipeline.ui.grid import checkpoint_grid
 from ltx_pipeline.ui.media import eval_renders, sample_grid
 from ltx_pipeline.ui.series import training_series
+from ltx_pipeline.ui.studio_view import studio_view
 from ltx_pipeline.ui.trials import autotune_view
 
 if TYPE_CHECKING:
@@ -45,19 +47,22 @@ def runs_view(source: StoreSource) -> dict[str, Any]:
     return {**report, "store": source.shown}
 
 
-def live_view(source: StoreSource, name: str) -> dict[str, Any] | None:
-    """What the run page polls: the run's status entry, its training curves and its samples so far."""
+def live_view(source: StoreSource, name: str, data_roots: Sequence[Path] = ()) -> dict[str, Any] | None:
+    """What the run page polls: the run's status entry, its training curves and its samples so far, and the
+    studio's part (``studio_view``: its open gate, the actions possible now, its audit)."""
     with source.open() as store:
         if store is None or (run := store.get_run(name)) is None:
             return None
         entry = _report(store, source, name)["runs"][0]
         config_patch = _typed(store.latest_phase_runs(saved_id(run)).get("config_patch"), ConfigPatchOutputs, [])
         series = training_series(store, run)
-    return {"run": entry, "series": series, "samples": sample_grid(source.workspace.root, _stages(config_patch))}
+        studio = studio_view(store, source.workspace, run, entry, data_roots)
+    return {"run": entry, "series": series, "samples": sample_grid(source.workspace.root, _stages(config_patch)),
+            **studio}
 
 
-def run_view(source: StoreSource, name: str) -> dict[str, Any] | None:
-    """Everything the run page shows; None when the workspace has no run of that name."""
+def run_view(source: StoreSource, name: str, data_roots: Sequence[Path] = ()) -> dict[str, Any] | None:
+    """Everything the run page shows (the studio's part too); None when the workspace has no run of that name."""
     with source.open() as store:
         if store is None or (run := store.get_run(name)) is None:
             return None
@@ -68,6 +73,7 @@ def run_view(source: StoreSource, name: str) -> dict[str, Any] | None:
         checkpoints = [{"stage": c.stage, "step": c.step, "file": Path(c.weights_path).name}
                        for c in store.checkpoints(run_id)]
         series = training_series(store, run)
+        studio = studio_view(store, source.workspace, run, entry, data_roots)
     root, paths = source.workspace.root, source.workspace.run(name)
     notes: list[str] = []
     config_patch = _typed(latest.get("config_patch"), ConfigPatchOutputs, notes)
@@ -83,7 +89,7 @@ def run_view(source: StoreSource, name: str) -> dict[str, Any] | None:
         "autotune": autotune_view(autotune), "samples": sample_grid(root, stages),
         "evaluation": eval_renders(root, evaluate), "grid": checkpoint_grid(root, evaluate),
         "train": _train(_typed(latest.get("train"), TrainOutputs, notes)),
-        "failure": _failure(entry), "related": _related(runs, entry, prior), "notes": notes,
+        "failure": _failure(entry), "related": _related(runs, entry, prior), "notes": notes, **studio,
     }
 
 

@@ -96,7 +96,7 @@ def test_ui_on_every_interface_prints_addresses_another_machine_can_open(
     workspace.mkdir()
     token = "a-token-of-32-characters-0123456"
     code, out, _ = _cli(capsys, "ui", "--workspace", str(workspace), "--host", "0.0.0.0", "--port", "0",
-                        "--token", token)
+                        "--token", token, "--read-only")
     assert code == 0 and len(served) == 1
     port = served[0][1]  # type: ignore[index]
     lines = out.splitlines()
