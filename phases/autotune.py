@@ -39,6 +39,7 @@ from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.phase_context import LtxContext
+from ltx_pipeline.preprocessing.processes import preprocess_span
 from ltx_pipeline.preprocessing.sanity_set import prepare_sanity_set
 
 __all__ = ["PHASE"]
@@ -48,6 +49,15 @@ class AutotunePhase:
     name = "autotune"
     heavy = True
     outputs_type = AutotuneOutputs
+
+    def gpu_span(self, ctx: LtxContext) -> tuple[int, int]:
+        """One GPU per trial (``--autotune-parallel``: that many at once, auto: every free one) and per
+        preprocessing rank of its sanity set; a trial is one process, so one GPU is enough to start."""
+        choice = ctx.request.autotune_parallel
+        visible = len(ctx.output(ProbeOutputs).gpus.gpus)
+        trials = visible if choice == "auto" else int(choice)
+        low, high = preprocess_span(ctx, 1)
+        return (trials if choice != "auto" and trials > 1 else low), max(high, trials)
 
     def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:
         parts = {"validate": ctx.output_digest("validate"), **_inputs(ctx)}

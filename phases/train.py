@@ -29,6 +29,7 @@ from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.train import PendingStage, TrainedStage, TrainOutputs
 from ltx_pipeline.outputs.validate import ValidateOutputs
 from ltx_pipeline.phase_context import LtxContext
+from ltx_pipeline.preprocessing.processes import preprocess_span
 from ltx_pipeline.training.stage import TrainingStage, stage_log
 from ltx_pipeline.training.supervise import supervise
 
@@ -39,6 +40,10 @@ class TrainPhase:
     name = "train"
     heavy = True
     outputs_type = TrainOutputs
+
+    def gpu_span(self, ctx: LtxContext) -> tuple[int, int]:
+        """Its preprocessing's ranks on every free GPU, then the trainer's processes (the rest given back)."""
+        return preprocess_span(ctx, ctx.output(ValidateOutputs).per_node)
 
     def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:
         # Upstream outputs only: the train phase's own patches (load_checkpoint, --apply-fix) change the

@@ -70,7 +70,8 @@ class Sweep:
         self.max_batch = max(int(k["batch_size"]) for k in space)
         gpus = probe.gpus.gpus
         self.capacity = min(g.memory_mib for g in gpus) / 1024
-        self.gpu_indices = [g.index for g in gpus]
+        # The GPUs the run holds for this phase (its trials run on them), else every visible one (no lease).
+        self.gpu_indices = list(ctx.journal.pinned or [g.index for g in gpus])
         self.planner = SweepPlanner(space, self.baseline, capacity_gb=self.capacity, headroom=ctx.request.headroom,
                                     per_gpu_batch=self.per_gpu_batch)
         self.runner: TrialRunner | None = None

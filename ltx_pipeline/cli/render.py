@@ -64,12 +64,14 @@ def render_gpu_board(console: Console, board: dict[str, Any]) -> None:
         console.print("The GPU queue is empty.", markup=False, highlight=False)
         return
     _print_table(console, "GPU queue (first come, first served)", ("#", "run", "waits for", "engine", "since (UTC)"),
-                 [[q["position"], q["run"], _waits_for(q["gpus"]), q["engine"], q["since"]] for q in board["queue"]])
+                 [[q["position"], q["run"], _waits_for(q["gpus"], q.get("need")), q["engine"], q["since"]]
+                  for q in board["queue"]])
 
 
-def _waits_for(gpus: list[dict[str, Any]]) -> str:
-    """``GPU 0 (held by run a), GPU 1 (free)``."""
-    return ", ".join(f"GPU {g['gpu']} ({'held by run ' + g['held_by'] if g['held_by'] else 'free'})" for g in gpus)
+def _waits_for(gpus: list[dict[str, Any]], need: int | None = None) -> str:
+    """``GPU 0 (held by run a), GPU 1 (free)``, after ``1 of: `` when it needs fewer than it lists."""
+    listed = ", ".join(f"GPU {g['gpu']} ({'held by run ' + g['held_by'] if g['held_by'] else 'free'})" for g in gpus)
+    return f"{need} of: {listed}" if need is not None and need < len(gpus) else listed
 
 
 def _render_run(console: Console, run: dict[str, Any]) -> None:
@@ -103,8 +105,9 @@ def _render_run(console: Console, run: dict[str, Any]) -> None:
         console.print(line, markup=False, highlight=False)
     if run.get("gpu_queue"):
         place = run["gpu_queue"]
-        console.print(f"  GPU queue: position {place['position']}, waiting for {_waits_for(place['gpus'])}; engine "
-                      f"{place['engine']}", markup=False, highlight=False)
+        waits = _waits_for(place["gpus"], place.get("need"))
+        console.print(f"  GPU queue: position {place['position']}, waiting for {waits}; engine {place['engine']}",
+                      markup=False, highlight=False)
     if run.get("gpus_held"):
         console.print("  holds: " + ", ".join(f"GPU {h['gpu']} ({h['uuid']})" for h in run["gpus_held"]),
                       markup=False, highlight=False)

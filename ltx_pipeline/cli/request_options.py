@@ -51,7 +51,8 @@ def with_request_file(request_file: Path | None, options: dict[str, Any]) -> dic
 # Given as they are (None: not given). Paths, lists and the evaluation options are handled in ``given``.
 _PLAIN = ("mode", "training_mode", "strategy", "buckets", "rank", "steps", "learning_rate", "effective_batch",
           "trigger", "model_path", "text_encoder_path", "backend", "assume_gpu", "nvidia_smi", "accept_risk",
-          "fresh_preprocess", "headroom", "processes", "checkpoint_interval", "validation_interval")
+          "fresh_preprocess", "headroom", "processes", "checkpoint_interval", "validation_interval",
+          "preprocess_processes")
 _LATER = ("captioner", "vllm_url", "holdout", "nodes", "main_ip", "main_port", "autotune", "audio",
           "validation_media", "holdout_loss", "eval_checkpoints", "push_to_hub", "autotune_parallel")
 
@@ -80,6 +81,7 @@ class RequestOptions:
     nvidia_smi: str | None = None
     accept_risk: bool | None = None
     fresh_preprocess: bool | None = None
+    preprocess_processes: int | None = None
     headroom: float | None = None
     autotune: str | None = None
     audio: str | None = None

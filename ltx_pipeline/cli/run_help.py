@@ -58,6 +58,7 @@ DEFAULTS = {
     "audio": "auto",
     "validation_media": "auto",
     "processes": "one per GPU",
+    "preprocess_processes": "one per free GPU",
     "nodes": "1",
     "main_port": "29500",
     "checkpoint_interval": "250",

@@ -33,6 +33,7 @@ __all__ = ["AcceptRiskOpt", "ApproveOpt", "AssumeGpuOpt", "AudioOpt", "AutotuneO
            "AutotuneParallelOpt", "BackendOpt", "BucketsOpt",
            "CaptionerOpt", "CheckpointIntervalOpt", "DatasetOpt", "DetachOpt", "EffectiveBatchOpt",
            "EvalCheckpointsOpt", "EvalPromptOpt", "FreshPreprocessOpt", "HeadroomOpt", "HoldoutFileOpt",
+           "PreprocessProcessesOpt",
            "HoldoutLossOpt", "HoldoutOpt",
            "LearningRateOpt", "MainIpOpt", "MainPortOpt", "MinSceneOpt", "ModeOpt", "ModelPathOpt",
            "NodesOpt", "NvidiaSmiOpt", "ProcessesOpt", "PushToHubOpt", "RankOpt", "SkipEvalOpt", "SlurmArgOpt",
@@ -107,6 +108,9 @@ ValidationMediaOpt = Annotated[str | None, typer.Option(
     rich_help_panel=_TRAINING)]
 ProcessesOpt = Annotated[int | None, typer.Option(help="Training processes per node." + default("processes"),
                                                   rich_help_panel=_TRAINER)]
+PreprocessProcessesOpt = Annotated[int | None, typer.Option(
+    help="Preprocessing ranks under accelerate launch, one per GPU (capped at the free GPUs and the rows)."
+    + default("preprocess_processes"), rich_help_panel=_DATA)]
 NodesOpt = Annotated[int | None, typer.Option(help="Machines training together; this one is rank 0, the others "
                                               "run `ltx-pipeline node-launch`." + default("nodes"),
                                               rich_help_panel=_TRAINER)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -163,6 +163,21 @@ class RunJournal:
         self.store = store
         self.run_id = run_id
         self.phase = phase
+        self.pinned: tuple[int, ...] | None = None  # the GPUs the run holds for this phase (None: no lease)
+        self._narrow: Callable[[int], Sequence[int]] | None = None
+
+    def pin(self, indices: Sequence[int], narrow: Callable[[int], Sequence[int]] | None = None) -> None:
+        """Launch every process of this phase on the GPUs ``indices`` (nvidia-smi's), unless its own spec names
+        some (an autotune trial runs on one of them); empty: nothing to pin (no GPU here, or a SLURM run).
+        ``narrow(count)`` gives back all but the first ``count`` of them and returns those kept."""
+        self.pinned = tuple(indices) or None
+        self._narrow = narrow
+
+    def narrow(self, count: int) -> None:
+        """Keep only the first ``count`` pinned GPUs, giving the others back (a trainer launched after its
+        preprocessing ran on every GPU held); nothing when nothing is pinned."""
+        if self.pinned is not None and self._narrow is not None and count < len(self.pinned):
+            self.pinned = tuple(self._narrow(count)) or None
 
     @staticmethod
     def handle(row: Process) -> ProcessHandle:
@@ -180,9 +195,13 @@ class RunJournal:
         """
         self._check_validated(kind, validated)
         exit_file = Path(f"{log_path}.exit")
-        launched = launch_detached(spec.argv, cwd=spec.cwd, env_overrides=spec.env, log_path=log_path,
+        env = dict(spec.env)
+        if self.pinned is not None and "CUDA_VISIBLE_DEVICES" not in env:
+            env.update({"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(map(str, self.pinned))})
+        launched = launch_detached(spec.argv, cwd=spec.cwd, env_overrides=env, log_path=log_path,
                                    exit_file=exit_file)
         record = spec.to_record()
+        record["env"] = {**record["env"], **{k: env[k] for k in env.keys() - spec.env.keys()}}  # the pin, kept
         row = self.store.add_process(Process(
             run_id=self.run_id, phase=self.phase, kind=kind, stage=stage, pid=launched.pid,
             create_time=launched.create_time, host=launched.host, argv=record["argv"], cwd=record["cwd"],

@@ -38,7 +38,7 @@ EventSink = Callable[[str, str, str | None], None]  # (message, level, phase)
 class GpuClaim(Protocol):
     """The run's GPUs, as the driving layer hands them in (``ltx_pipeline.gpus.RunGpus``)."""
 
-    def claim(self, ctx: RunContext[Any, Any]) -> None: ...
+    def claim(self, ctx: RunContext[Any, Any], span: tuple[int, int] | None = None) -> None: ...
 
     def release(self) -> None: ...
 
@@ -142,7 +142,8 @@ class Runner:
                 if phase.heavy and drive.subject is None:
                     raise PhaseFailed(phase.name, 0, "a heavy phase is registered before any approval point")
                 if phase.heavy and self.gpus is not None:
-                    self.gpus.claim(ctx)  # take the run's GPUs, wait in the queue, or refuse in one line
+                    # take the GPUs this phase can use, wait in the queue, or refuse in one line
+                    self.gpus.claim(ctx, phase.gpu_span(ctx) if hasattr(phase, "gpu_span") else None)
                 lifecycle.approval_ok = drive.subject is not None
                 lifecycle.enter_phase(phase.name, after_approval_point=drive.subject is not None)
                 row = self.store.begin_phase(run_id, phase.name, reason=reason, fingerprint=fingerprint,

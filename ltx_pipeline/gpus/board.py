@@ -28,6 +28,7 @@ def gpu_board(store: Any) -> dict[str, Any]:
             "position": 1 + sum(1 for q in queue if q["host"] == waiter.host), "run": names.get(waiter.run_id),
             "host": waiter.host, "pid": waiter.pid, "since": _iso(waiter.entered_at),
             "engine": "waiting" if alive else "gone (skipped until `resume` re-attaches; its place is kept)",
+            "need": getattr(waiter, "need", None) or len(waiter.gpus),
             "gpus": [{"gpu": g.get("index"), "uuid": g.get("uuid"),
                       "held_by": held_by.get((waiter.host, g.get("uuid")))} for g in waiter.gpus]})
     return {"holders": holders, "queue": queue}

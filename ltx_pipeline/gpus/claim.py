@@ -1,7 +1,10 @@
-"""``RunGpus``: a run's GPUs, taken right before its first heavy phase and given back when its drive ends.
+"""``RunGpus``: a run's GPUs, taken right before each heavy phase and given back when its drive ends.
 
-The driving layer hands one to the runner; the runner calls ``claim`` before each heavy phase it runs (the
-first call takes the GPUs, later ones find them held) and ``release`` when the drive ends, whatever ended it.
+The driving layer hands one to the runner; the runner calls ``claim`` before each heavy phase it runs, with
+what that phase can use (preprocessing and autotune: one rank or trial per free GPU; training: its launch's
+processes): GPUs already held are kept when enough (the ones it cannot use are given back), else taken
+afresh, never added to while held (no hold-and-wait between two runs). Every process the phase launches is
+pinned to the GPUs held. ``release`` runs when the drive ends, whatever ended it.
 Without ``--queue`` a busy GPU refuses the run in one line; with it (or when the run already has a queue
 entry: a ``resume`` re-attaches to its place) the run waits its turn, first come, first served. Ctrl-C while
 waiting removes the entry and says so. ``release`` keeps the leases while a process the run launched still
@@ -20,7 +23,7 @@ from ltx_pipeline.engine.processes import host_id
 from ltx_pipeline.env_names import QUEUE_POLL_ENV
 from ltx_pipeline.errors import Refused
 from ltx_pipeline.gpus.book import Verdict, try_take
-from ltx_pipeline.gpus.devices import GpuRef, run_gpus
+from ltx_pipeline.gpus.devices import GpuNeed, GpuRef, run_gpus
 from ltx_pipeline.gpus.evidence import process_alive
 from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
@@ -39,43 +42,64 @@ class RunGpus:
         self.queue, self.kind = queue, kind
         self.held: list[GpuRef] | None = None
 
-    def claim(self, ctx: Any) -> None:
-        """Hold the run's GPUs before a heavy phase: take them, wait in the queue, or refuse.
+    def claim(self, ctx: Any, span: tuple[int, int] | None = None) -> None:
+        """Hold the GPUs a heavy phase needs (``span``: its (least, most), else its launch's processes): keep
+        those held when enough (giving back what it cannot use), else take them, wait in the queue, or refuse.
+        Every process the phase launches is pinned to the GPUs held (``ctx.journal.pin``).
 
         Raises:
-            Refused: a wanted GPU is busy and the run is not queued.
+            Refused: too few candidate GPUs are free and the run is not queued.
             KeyboardInterrupt: Ctrl-C while queued (the entry is removed first).
         """
-        if self.held is not None:
-            return
-        wanted, smi = _wanted(ctx)
-        if not wanted:
+        need, smi = _wanted(ctx, span)
+        if need is None or not need.candidates:
             self.held = []
             return
+        if self.held and len(self.held) >= need.least:
+            self._keep(self.held[:need.most])
+        else:
+            if self.held:  # too few for this phase: give them back and queue as any run (no hold-and-wait)
+                self.store.release_gpus(self.run_id)
+            self._take(ctx, need, smi)
+        ctx.journal.pin([g.index for g in self.held or []], narrow=self._narrowed)
+
+    def _narrowed(self, count: int) -> list[int]:
+        """Keep the first ``count`` GPUs held, give the rest back; the indices kept."""
+        self._keep((self.held or [])[:count])
+        return [g.index for g in self.held or []]
+
+    def _keep(self, kept: list[GpuRef]) -> None:
+        extra = [g.uuid for g in self.held or [] if g not in kept]
+        if extra:
+            self.store.release_some_gpus(self.run_id, extra)
+        self.held = kept
+
+    def _take(self, ctx: Any, need: GpuNeed, smi: str | None) -> None:
         holder = _me()
         entry = next((w for w in self.store.gpu_waiters() if w.run_id == self.run_id), None)
         queued_id: int | None = None
         if self.queue or entry is not None:  # a queued run's resume keeps its place without --queue
-            queued_id = self.store.enter_queue(self.run_id, self.kind, [(g.index, g.uuid) for g in wanted],
-                                               holder).id
+            queued_id = self.store.enter_queue(self.run_id, self.kind, [(g.index, g.uuid) for g in need.candidates],
+                                               holder, need=need.least).id
         try:
-            self._wait(ctx, wanted, holder, smi, queued_id)
+            self._wait(ctx, need, holder, smi, queued_id)
         except KeyboardInterrupt:
             if queued_id is not None and self.store.leave_queue(self.run_id, "interrupted (Ctrl-C)"):
                 ctx.warn(f"Run {self.run_name} left the GPU queue (Ctrl-C); `ltx-pipeline resume --workspace "
                          f"{self.workspace} --run {self.run_name} --queue` queues it again, at the end.")
             raise
 
-    def _wait(self, ctx: Any, wanted: list[GpuRef], holder: Holder, smi: str | None, queued_id: int | None) -> None:
+    def _wait(self, ctx: Any, need: GpuNeed, holder: Holder, smi: str | None, queued_id: int | None) -> None:
         said = ""
         while True:
-            verdict = try_take(self.store, self.run_id, self.kind, wanted, holder, queued_id=queued_id, smi=smi)
+            verdict = try_take(self.store, self.run_id, self.kind, need, holder, queued_id=queued_id, smi=smi)
             if verdict.taken:
-                self.held = wanted
-                ctx.narrate(f"Holding {_words(wanted)} until the run finishes, fails or is stopped.")
+                self.held = list(verdict.gpus)
+                ctx.narrate(f"Holding {_words(self.held)} (every process it launches is pinned to them) until the "
+                            "run finishes, fails or is stopped.")
                 return
             if queued_id is None:
-                raise self._busy(wanted, verdict)
+                raise self._busy(need, verdict)
             line = (f"Waiting in the GPU queue, position {verdict.position}: {'; '.join(verdict.blockers)}. "
                     "Ctrl-C leaves the queue.")
             if line != said:
@@ -83,9 +107,10 @@ class RunGpus:
                 said = line
             time.sleep(_poll_s())
 
-    def _busy(self, wanted: list[GpuRef], verdict: Verdict) -> Refused:
-        return Refused(f"Run {self.run_name} needs {_words(wanted)}, which is busy: {'; '.join(verdict.blockers)}",
-                       where=", ".join(f"{g.words()} ({g.uuid})" for g in wanted),
+    def _busy(self, need: GpuNeed, verdict: Verdict) -> Refused:
+        return Refused(f"Run {self.run_name} needs {need.words()}, and too few are free: "
+                       f"{'; '.join(verdict.blockers)}",
+                       where=", ".join(f"{g.words()} ({g.uuid})" for g in need.candidates),
                        fix=f"wait your turn with `ltx-pipeline resume --workspace {self.workspace} --run "
                            f"{self.run_name} --queue`, or resume once it is free")
 
@@ -99,13 +124,14 @@ class RunGpus:
             self.store.release_gpus(self.run_id)
 
 
-def _wanted(ctx: Any) -> tuple[list[GpuRef], str | None]:
-    """The GPUs this run's launch uses on this machine, and the nvidia-smi that reads foreign use on them."""
+def _wanted(ctx: Any, span: tuple[int, int] | None) -> tuple[GpuNeed | None, str | None]:
+    """What this phase needs of this machine's GPUs, and the nvidia-smi that reads foreign use on them."""
     if getattr(ctx.request, "slurm", False) or not ctx.has_output("probe"):
-        return [], None  # a SLURM job's GPUs are on its nodes
+        return None, None  # a SLURM job's GPUs are on its nodes
     probe = ctx.output(ProbeOutputs).gpus
     launch = ctx.output(PlanOutputs).launch if ctx.has_output("plan") else None
-    return run_gpus(probe.gpus, launch.processes if launch else None), None if probe.assumed else probe.source
+    need = run_gpus(probe.gpus, launch.processes if launch else None, span)
+    return need, None if probe.assumed else probe.source
 
 
 def _me() -> Holder:

@@ -17,7 +17,7 @@ from typing import Any
 from ltx_pipeline.outputs.probe import ProbeOutputs
 from ltx_pipeline.probing.gpus import cuda_present
 
-__all__ = ["ProcessBudget", "choose_processes", "process_budget"]
+__all__ = ["ProcessBudget", "choose_processes", "preprocess_span", "process_budget"]
 
 
 @dataclass(frozen=True)
@@ -64,8 +64,15 @@ def process_budget(ctx: Any) -> ProcessBudget:
 
 
 def _gpus_here(ctx: Any) -> int:
-    """The probe's visible GPUs when they are this machine's (probed, not assumed) and CUDA is here."""
+    """The GPUs this run holds for the phase (``ctx.journal.pinned``), else the probe's visible ones, when they
+    are this machine's (probed, not assumed) and CUDA is here."""
     if not cuda_present():
         return 0
     probe = ctx.output(ProbeOutputs).gpus
-    return 0 if probe.assumed else len(probe.gpus)
+    pinned = getattr(getattr(ctx, "journal", None), "pinned", None)
+    return 0 if probe.assumed else len(pinned) if pinned else len(probe.gpus)
+
+
+def preprocess_span(ctx: Any, least: int) -> tuple[int, int]:
+    """The GPUs a phase that preprocesses and then launches ``least`` processes can use: (least, ranks)."""
+    return least, max(least, process_budget(ctx).count)

@@ -67,17 +67,29 @@ class LeaseMethods:
                 s.add(Event(run_id=run_id, level="info", message=f"released {released} GPU(s)"))
             return int(released)
 
-    def enter_queue(self, run_id: int, kind: str, gpus: Sequence[tuple[int, str]], holder: Holder) -> GpuWaiter:
-        """Queue ``run_id`` for ``gpus``, or re-attach its existing entry (its place kept) to ``holder``."""
+    def release_some_gpus(self, run_id: int, uuids: Sequence[str]) -> int:
+        """Give back the GPUs of ``uuids`` that ``run_id`` holds (a phase that uses fewer); the number released."""
+        with self._session() as s:
+            released = s.exec(delete(GpuLease).where(col(GpuLease.run_id) == run_id)
+                              .where(col(GpuLease.gpu_uuid).in_(list(uuids)))).rowcount
+            if released:
+                s.add(Event(run_id=run_id, level="info", message=f"released {released} GPU(s) it no longer uses"))
+            return int(released)
+
+    def enter_queue(self, run_id: int, kind: str, gpus: Sequence[tuple[int, str]], holder: Holder,
+                    need: int | None = None) -> GpuWaiter:
+        """Queue ``run_id`` for ``need`` of ``gpus`` (all when None), or re-attach its existing entry (its place
+        kept) to ``holder``."""
         pid, create_time, host = holder
         wanted = [{"index": index, "uuid": uuid} for index, uuid in gpus]
         with self._session() as s:
             row = s.exec(select(GpuWaiter).where(GpuWaiter.run_id == run_id)).first()
             if row is None:
-                row = GpuWaiter(run_id=run_id, kind=kind, gpus=wanted, host=host, pid=pid, create_time=create_time)
-                message = f"entered the GPU queue for GPU(s) {_names(gpus)}"
+                row = GpuWaiter(run_id=run_id, kind=kind, gpus=wanted, need=need, host=host, pid=pid,
+                                create_time=create_time)
+                message = f"entered the GPU queue for {need or len(gpus)} of GPU(s) {_names(gpus)}"
             else:
-                row.gpus, row.host, row.pid, row.create_time = wanted, host, pid, create_time
+                row.gpus, row.need, row.host, row.pid, row.create_time = wanted, need, host, pid, create_time
                 message = "re-attached to its place in the GPU queue"
             s.add(row)
             s.add(Event(run_id=run_id, level="info", message=message))

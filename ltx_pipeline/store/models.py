@@ -199,7 +199,7 @@ class GpuWaiter(SQLModel, table=True):
     """A run waiting in the GPU queue: first come, first served by ``id`` (the order entries were made).
 
     The entry outlives its engine: ``resume`` re-attaches to the same row (its place kept) with its new pid.
-    ``gpus`` lists the GPUs it waits for as ``{"index", "uuid"}``.
+    ``gpus`` lists the GPUs it may use as ``{"index", "uuid"}``; it waits for ``need`` of them.
     """
 
     __tablename__ = "gpu_waiters"
@@ -208,6 +208,7 @@ class GpuWaiter(SQLModel, table=True):
     run_id: int = Field(foreign_key="runs.id", index=True, unique=True)
     kind: str = Field(default="run")
     gpus: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    need: int | None = None  # how many of ``gpus`` it needs (None: all of them; entries before 0010)
     host: str
     pid: int
     create_time: float

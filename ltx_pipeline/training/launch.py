@@ -78,6 +78,7 @@ def launch(stage: TrainingStage) -> tuple[int | None, ProcessHandle]:
     nodes = rank_zero(ctx.request)  # several nodes: this machine is rank 0, the others join it
     spec = ctx.backend.train_command(stage.config, distributed=validate.distributed, nodes=nodes,
                                      num_processes=validate.per_node)
+    journal.narrow(validate.per_node)  # preprocessing may have used more GPUs than the trainer's processes
     offset = _log_boundary(stage, attempt)
     try:
         launched = journal.launch("train", stage.index, spec, stage.log, validated)

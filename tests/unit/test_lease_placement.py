@@ -1,0 +1,112 @@
+"""Which GPUs a run gets (#46): any free ones among those visible, not the first ones; a phase's span (one
+preprocessing rank or autotune trial per free GPU) taken up to what is free; what a later phase cannot use given
+back; and every process a phase launches pinned to the GPUs its run holds."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from ltx_pipeline.engine.journal import RunJournal
+from ltx_pipeline.engine.processes import host_id
+from ltx_pipeline.gpus import GpuRef, RunGpus, try_take
+from ltx_pipeline.gpus import claim as claim_module
+from ltx_pipeline.gpus.devices import GpuNeed, run_gpus
+from ltx_pipeline.probing.gpu_list import Gpu
+from ltx_pipeline.store import Store, saved_id
+
+GPUS = tuple(GpuRef(i, f"GPU-{i}0000000-2222-3333-4444-555555555555") for i in range(4))
+
+
+def me() -> tuple[int, float, str]:
+    return os.getpid(), psutil.Process().create_time(), host_id()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store.open(tmp_path / "ltx-pipeline.db")
+
+
+def runs(store: Store, *names: str) -> list[int]:
+    return [saved_id(store.create_run(name, {})) for name in names]
+
+
+def held(store: Store, run_id: int) -> list[int]:
+    return sorted(lease.gpu_index for lease in store.gpu_leases() if lease.run_id == run_id)
+
+
+def test_a_run_takes_the_free_gpus_not_the_first_ones(store: Store) -> None:
+    a, b, c = runs(store, "a", "b", "c")
+    assert try_take(store, a, "run", GpuNeed(GPUS, 1, 1), me()).gpus == (GPUS[0],)
+    verdict = try_take(store, b, "run", GpuNeed(GPUS, 2, 2), me())
+    assert verdict.taken and verdict.gpus == GPUS[1:3]  # GPU 0 is a's: b runs beside it
+    assert held(store, b) == [1, 2]
+    refused = try_take(store, c, "run", GpuNeed(GPUS, 2, 2), me())  # one left: too few
+    assert not refused.taken and len(refused.blockers) == 3 and held(store, c) == []
+
+
+@pytest.mark.parametrize("busy", [0, 1, 3])
+def test_a_span_takes_every_free_gpu_up_to_its_most(store: Store, busy: int) -> None:
+    other, mine = runs(store, "other", "mine")
+    if busy:
+        assert store.take_gpus(other, "run", [(g.index, g.uuid) for g in GPUS[:busy]], me())
+    verdict = try_take(store, mine, "run", GpuNeed(GPUS, 1, 3), me())
+    assert verdict.taken
+    assert [g.index for g in verdict.gpus] == list(range(busy, 4))[:3]
+
+
+def test_run_gpus_caps_a_span_at_what_is_visible() -> None:
+    visible = [Gpu(index=i, name="Toy", memory_mib=1024, uuid=g.uuid, driver="") for i, g in enumerate(GPUS[:2])]
+    assert run_gpus(visible, 1, None) == GpuNeed(GPUS[:2], 1, 1)
+    assert run_gpus(visible, 1, (1, 8)) == GpuNeed(GPUS[:2], 1, 2)
+    assert run_gpus(visible, None, None) == GpuNeed(GPUS[:2], 2, 2)
+    assert run_gpus(visible, 1, (4, 4)) == GpuNeed(GPUS[:2], 2, 2)
+
+
+class _Ctx:
+    def __init__(self, journal: Any) -> None:
+        self.journal = journal
+        self.lines: list[str] = []
+
+    def narrate(self, message: str) -> None:
+        self.lines.append(message)
+
+    warn = narrate
+
+
+def test_a_later_phase_keeps_what_it_uses_and_gives_back_the_rest(store: Store,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    (a,) = runs(store, "a")
+    visible = [Gpu(index=g.index, name="Toy", memory_mib=1024, uuid=g.uuid, driver="") for g in GPUS]
+    monkeypatch.setattr(claim_module, "_wanted", lambda ctx, span: (run_gpus(visible, 1, span), None))
+    gpus = RunGpus(store, a, "a", "/ws")
+    autotune = RunJournal(store, a, "autotune")
+    gpus.claim(_Ctx(autotune), (1, 4))  # one trial per free GPU
+    assert autotune.pinned == (0, 1, 2, 3) and held(store, a) == [0, 1, 2, 3]
+    train = RunJournal(store, a, "train")
+    gpus.claim(_Ctx(train), (1, 3))  # preprocessing on three, then one trainer process
+    assert train.pinned == (0, 1, 2) and held(store, a) == [0, 1, 2]
+    train.narrow(1)
+    narrowed: tuple[int, ...] | None = train.pinned
+    assert narrowed == (0,) and held(store, a) == [0]
+    gpus.release()
+    assert store.gpu_leases() == []
+
+
+def test_every_process_a_phase_launches_is_pinned_to_the_gpus_held(store: Store, tmp_path: Path) -> None:
+    from ltx_pipeline.backends.base import LaunchSpec
+
+    (a,) = runs(store, "a")
+    journal = RunJournal(store, a, "train")
+    journal.pin([2, 3])
+    plain = journal.run_to_end("preprocess", 1, LaunchSpec((sys.executable, "-c", "pass"), tmp_path), tmp_path / "p")
+    own = LaunchSpec((sys.executable, "-c", "pass"), tmp_path, {"CUDA_VISIBLE_DEVICES": "3"})
+    trial = journal.run_to_end("preprocess", 2, own, tmp_path / "t")
+    rows = {row.stage: row for row in store.processes(a)}
+    assert rows[plain.stage].env == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "2,3"}
+    assert rows[trial.stage].env == {"CUDA_VISIBLE_DEVICES": "3"}  # a trial's own GPU wins
