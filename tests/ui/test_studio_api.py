@@ -258,8 +258,13 @@ def test_a_caption_edit_is_saved_atomically_and_the_captions_gate_asks_again(gat
     assert [c["clip"] for c in shown] == ["media/c0.mp4", "media/c1.mp4", "media/c2.mp4"]
     assert web.client.get(shown[0]["video"]).status_code == 200  # the clip plays (a link to the user's file)
     old = view["gate"]["subject"]
-    answer = web.post("/api/studio/runs/r1/captions", {"clip": "media/c1.mp4", "caption": "a fox jumps"}).json()  # type: ignore[attr-defined]
     folder = workspace / "r1" / "dataset"
+    pasted = (folder / "dataset.json").read_text()
+    (folder / "dataset.json").write_text(pasted.replace(shown[2]["caption"], "edited in an editor", 1))
+    by_hand = web.post("/api/studio/runs/r1/approve", {"gate": "captions", "subject": old})
+    assert by_hand.status_code == 409  # type: ignore[attr-defined]  # the store's gate is old; the file is not
+    (folder / "dataset.json").write_text(pasted)
+    answer = web.post("/api/studio/runs/r1/captions", {"clip": "media/c1.mp4", "caption": "a fox jumps"}).json()  # type: ignore[attr-defined]
     rows = json.loads((folder / "dataset.json").read_text())
     assert [r["caption"] for r in rows][1] == "a fox jumps" and rows[0]["caption"] == shown[0]["caption"]
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]  # written through a temp file, replaced

@@ -14,7 +14,7 @@ from ltx_pipeline.driving import approve, existing_run, find_workspace
 from ltx_pipeline.errors import BadRequest
 from ltx_pipeline.ui.actions.detached import shown
 from ltx_pipeline.ui.actions.studio import Attempt, Conflict, Done, Studio
-from ltx_pipeline.ui.run_state import open_gate
+from ltx_pipeline.ui.run_state import captions_subject, open_gate
 
 __all__ = ["approve_gate", "resume_args"]
 
@@ -44,7 +44,10 @@ def approve_gate(studio: Studio, attempt: Attempt, name: str, body: dict[str, An
     gate = open_gate(store, run)
     if gate is None:
         raise Conflict(f"Run {name} waits at no gate now", where=f"run {name}", fix="reload the page")
-    if (gate.kind, gate.subject) != (kind, subject):
+    on_disk = captions_subject(ws.run(name).dataset) if gate.kind == "captions" else gate.subject
+    if (gate.kind, gate.subject) != (kind, subject) or on_disk != subject:
+        # The store's gate lags a caption edit until the resume it started re-runs prepare: what is approved must
+        # also be the captions on disk, or a page drawn before the edit would approve text no longer there.
         raise Conflict(STALE.replace("plan", "captions") if gate.kind == "captions" == kind else STALE,
                        where=f"run {name}", fix=f"reload the page and read the {gate.kind} again")
     approval = approve(ws, store, run, approved_by=f"dashboard ({studio.who})")
