@@ -47,9 +47,10 @@ _DEPENDENCY: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Could not load libtorchcodec|libav(?:util|codec|format)\.so"),
      "torchcodec cannot load FFmpeg's shared libraries: install FFmpeg 4-7 where the trainer runs (Debian 12: "
      "apt-get install libavcodec59 libavformat59 libavutil57 libswresample4 libswscale6), or train video only"),
-    (re.compile(r"NVIDIA driver on your system is too old|CUDA driver version is insufficient|Found no NVIDIA "
+    # Case-blind: a message a user retypes or quotes in prose often starts with a capital ("No kernel image ...").
+    (re.compile(r"(?i:NVIDIA driver on your system is too old|CUDA driver version is insufficient|Found no NVIDIA "
                 r"driver|no kernel image is available for execution|CUDA driver initialization failed|"
-                r"Unexpected error from cudaGetDeviceCount|cudaErrorInsufficientDriver"),
+                r"Unexpected error from cudaGetDeviceCount|cudaErrorInsufficientDriver)"),
      "the installed torch build does not run on this GPU driver: `nvidia-smi` shows the highest CUDA version "
      "the driver supports; update the NVIDIA driver, or install the torch build for that CUDA version "
      "(`<trainer python> -m pip install torch torchvision torchaudio --index-url "
@@ -61,6 +62,12 @@ _DEPENDENCY: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"operator torchvision::\w+ does not exist|(lib\w+\.so[.\d]*): cannot open shared object file"),
      "the torch build does not match torchvision/torchaudio (or a system library is missing): install the "
      "versions the trainer pins together, from one index (`uv sync` in the checkout), " + _SMOKE),
+    # torch's dispatcher has no such op: the compiled extension that registers the namespace (xformers, torchvision,
+    # a custom kernel) did not load, being built for another torch/CUDA or not built at all.
+    (re.compile(r"No such operator (\w+)::\w+"),
+     "the compiled extension {package} registers no operators in the installed torch: it was built for another "
+     "torch/CUDA or not built; reinstall the wheel made for the installed torch (`<trainer python> -m pip install "
+     "--force-reinstall --no-cache-dir {package}`), or train without it (for xformers, use torch's SDPA attention)"),
     (re.compile(r"undefined symbol: \S+"),
      "a compiled extension was built against another torch (flash-attn, xformers, torchvision): reinstall it "
      "against the installed torch (`<trainer python> -m pip install --force-reinstall --no-cache-dir <package>`)"),
