@@ -56,8 +56,9 @@ def render_status(console: Console, report: dict[str, Any]) -> None:
 def render_gpu_board(console: Console, board: dict[str, Any]) -> None:
     """Who holds which GPU, then the runs waiting in the GPU queue in their order (``gpus.gpu_board``)."""
     if board["holders"]:
-        _print_table(console, "GPUs held", ("GPU", "uuid", "run", "kind", "pid", "since (UTC)"),
-                     [[h["gpu"], h["uuid"], h["run"], h["kind"], h["pid"], h["since"]] for h in board["holders"]])
+        _print_table(console, "GPUs held", ("GPU", "uuid", "run", "for", "engine pid", "running on it", "since (UTC)"),
+                     [[h["gpu"], h["uuid"], h["run"], h["kind"], h["pid"], ", ".join(h.get("running") or []) or "-",
+                       h["since"]] for h in board["holders"]])
     else:
         console.print("No GPU is held by a run.", markup=False, highlight=False)
     if not board["queue"]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ltx_pipeline.gpus.evidence import holder_alive, lease_alive
+from ltx_pipeline.gpus.evidence import holder_alive, lease_alive, process_alive
 
 __all__ = ["gpu_board"]
 
@@ -18,7 +18,8 @@ def gpu_board(store: Any) -> dict[str, Any]:
     """``{"holders": [...], "queue": [...]}``, plain JSON data (``queue --json``, ``status --json``)."""
     names = {run.id: run.name for run in store.list_runs()}
     holders = [{"gpu": lease.gpu_index, "uuid": lease.gpu_uuid, "host": lease.host, "run": names.get(lease.run_id),
-                "kind": lease.kind, "pid": lease.pid, "since": _iso(lease.taken_at)}
+                "kind": lease.kind, "pid": lease.pid, "since": _iso(lease.taken_at),
+                "running": _running_on(store, lease)}
                for lease in store.gpu_leases() if lease_alive(lease, store)]
     held_by = {(h["host"], h["uuid"]): h["run"] for h in holders}
     queue: list[dict[str, Any]] = []
@@ -32,6 +33,20 @@ def gpu_board(store: Any) -> dict[str, Any]:
             "gpus": [{"gpu": g.get("index"), "uuid": g.get("uuid"),
                       "held_by": held_by.get((waiter.host, g.get("uuid")))} for g in waiter.gpus]})
     return {"holders": holders, "queue": queue}
+
+
+def _running_on(store: Any, lease: Any) -> list[str]:
+    """The live processes of the lease's run launched on its GPU ("trial 3 (pid 412)"): pinned to it by their
+    ``CUDA_VISIBLE_DEVICES``, or launched with no pin (then on every GPU the run held)."""
+    found = []
+    for row in store.processes(lease.run_id):
+        if row.host != lease.host or not process_alive(row):
+            continue
+        env = row.env if isinstance(row.env, dict) else {}
+        pinned = str(env.get("CUDA_VISIBLE_DEVICES", "")).split(",")
+        if not env.get("CUDA_VISIBLE_DEVICES") or str(lease.gpu_index) in pinned:
+            found.append(f"{row.kind} {row.stage} (pid {row.pid})")
+    return found
 
 
 def _iso(value: Any) -> str | None:

@@ -55,8 +55,10 @@ class RunGpus:
         if need is None or not need.candidates:
             self.held = []
             return
+        self.kind = getattr(ctx, "phase", "") or self.kind  # the board says what the GPUs are held for
         if self.held and len(self.held) >= need.least:
             self._keep(self.held[:need.most])
+            self.store.relabel_gpus(self.run_id, self.kind)
         else:
             if self.held:  # too few for this phase: give them back and queue as any run (no hold-and-wait)
                 self.store.release_gpus(self.run_id)

@@ -76,6 +76,13 @@ class LeaseMethods:
                 s.add(Event(run_id=run_id, level="info", message=f"released {released} GPU(s) it no longer uses"))
             return int(released)
 
+    def relabel_gpus(self, run_id: int, kind: str) -> None:
+        """Say what ``run_id``'s leases are held for now (the phase using them)."""
+        with self._session() as s:
+            for lease in s.exec(select(GpuLease).where(GpuLease.run_id == run_id)):
+                lease.kind = kind
+                s.add(lease)
+
     def enter_queue(self, run_id: int, kind: str, gpus: Sequence[tuple[int, str]], holder: Holder,
                     need: int | None = None) -> GpuWaiter:
         """Queue ``run_id`` for ``need`` of ``gpus`` (all when None), or re-attach its existing entry (its place

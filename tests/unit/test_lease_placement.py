@@ -71,6 +71,7 @@ def test_run_gpus_caps_a_span_at_what_is_visible() -> None:
 class _Ctx:
     def __init__(self, journal: Any) -> None:
         self.journal = journal
+        self.phase = journal.phase
         self.lines: list[str] = []
 
     def narrate(self, message: str) -> None:
@@ -88,9 +89,11 @@ def test_a_later_phase_keeps_what_it_uses_and_gives_back_the_rest(store: Store,
     autotune = RunJournal(store, a, "autotune")
     gpus.claim(_Ctx(autotune), (1, 4))  # one trial per free GPU
     assert autotune.pinned == (0, 1, 2, 3) and held(store, a) == [0, 1, 2, 3]
+    assert {lease.kind for lease in store.gpu_leases()} == {"autotune"}
     train = RunJournal(store, a, "train")
     gpus.claim(_Ctx(train), (1, 3))  # preprocessing on three, then one trainer process
     assert train.pinned == (0, 1, 2) and held(store, a) == [0, 1, 2]
+    assert {lease.kind for lease in store.gpu_leases()} == {"train"}  # what the board says they are held for
     train.narrow(1)
     narrowed: tuple[int, ...] | None = train.pinned
     assert narrowed == (0,) and held(store, a) == [0]
@@ -110,3 +113,25 @@ def test_every_process_a_phase_launches_is_pinned_to_the_gpus_held(store: Store,
     rows = {row.stage: row for row in store.processes(a)}
     assert rows[plain.stage].env == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "2,3"}
     assert rows[trial.stage].env == {"CUDA_VISIBLE_DEVICES": "3"}  # a trial's own GPU wins
+
+
+def test_the_board_names_the_live_process_pinned_on_each_gpu(store: Store, tmp_path: Path) -> None:
+    import subprocess
+
+    from ltx_pipeline.gpus import gpu_board
+    from ltx_pipeline.store import Process
+
+    (a,) = runs(store, "a")
+    assert store.take_gpus(a, "autotune", [(g.index, g.uuid) for g in GPUS[:2]], me())
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        store.add_process(Process(run_id=a, phase="autotune", kind="trial", stage=3, pid=sleeper.pid,
+                                  create_time=psutil.Process(sleeper.pid).create_time(), host=host_id(), cwd="/",
+                                  env={"CUDA_VISIBLE_DEVICES": "1"}, printable="trial",
+                                  log_path=str(tmp_path / "trial.log")))
+        running = {h["gpu"]: h["running"] for h in gpu_board(store)["holders"]}
+        assert running == {0: [], 1: [f"trial 3 (pid {sleeper.pid})"]}
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert {h["gpu"]: h["running"] for h in gpu_board(store)["holders"]} == {0: [], 1: []}
