@@ -171,6 +171,11 @@ def test_a_training_run_is_listed_and_its_loss_curve_grows(
 
     before = step_shown()
     wait_for("the runs list to show a later step", lambda: step_shown() != before, 15)
+    # The GPU board (#46): the run holds its one assumed GPU for training, with the trainer pinned on it.
+    held = browser.find_element(By.CSS_SELECTOR, '#gpus-held tr[data-gpu="0"]').text
+    trainer = next(p for p in get_json(f"{url}api/runs")["gpus"]["holders"] if p["run"] == "live")
+    assert "live" in held and "train" in held and "train 1 (pid " in held and trainer["running"]
+    assert browser.find_element(By.ID, "gpu-queue-empty").is_displayed()
     screenshot(browser, artifacts / "ui-runs-training.png")
     browser.get(f"{url}runs/live")
 
