@@ -305,12 +305,16 @@ def test_continue_resume_stop_and_remove_refuse_what_the_cli_refuses(gated) -> N
                ("continue", {"steps": 0}, 400, "steps must be a whole number"),
                ("stop", {"confirm": True}, 409, "No trainer of run r1 is running"),
                ("remove", {}, 400, "Removing run r1 deletes its folder"),
-               ("resume", {"apply_fix": "yes"}, 400, "apply_fix must be true or false")]
+               ("resume", {"apply_fix": "yes"}, 400, "apply_fix must be true or false"),
+               ("resume", {"queue": 1}, 400, "queue must be true or false")]
     for action, body, status, error in refused:
         answer = web.post(f"/api/studio/runs/r1/{action}", body)
         assert answer.status_code == status and answer.json()["error"].startswith(error), action  # type: ignore[attr-defined]
     assert web.post("/api/studio/runs/nope/resume", {}).status_code == 400  # type: ignore[attr-defined]
     assert web.post("/api/studio/runs/..%2Fx/resume", {}).status_code in (400, 404)  # type: ignore[attr-defined]
+    queued = web.post("/api/studio/runs/r1/resume", {"queue": True}).json()  # type: ignore[attr-defined]
+    assert queued["command"] == f"ltx-pipeline resume --workspace {workspace} --run r1 --detach --queue"
+    assert web.launcher.wait(120) == [3]  # back at its plan gate: the queue is met only before heavy work
     answer = web.post("/api/studio/runs/r1/remove", {"confirm": True}).json()  # type: ignore[attr-defined]
     assert answer["ok"] and answer["command"] == f"ltx-pipeline rm r1 --workspace {workspace} --yes"
     assert not (workspace / "r1").exists() and sorted(p.name for p in (data / "videos").iterdir()) == [
@@ -339,6 +343,9 @@ def _made(workspace: Path) -> dict[str, str]:
     with sqlite3.connect(workspace / "ltx-pipeline.db") as db:
         made["plan hash"] = db.execute("SELECT approval_subject FROM phase_runs WHERE phase = 'plan' "
                                        "ORDER BY id DESC").fetchone()[0]
+        # The results: every logged step's loss, and the checkpoints kept.
+        made["losses"] = str(db.execute("SELECT stage, step, loss FROM metrics ORDER BY stage, step").fetchall())
+        made["checkpoints"] = str(db.execute("SELECT stage, step FROM checkpoints ORDER BY stage, step").fetchall())
     return made
 
 
@@ -356,6 +363,7 @@ def test_a_run_made_from_the_page_equals_the_same_choices_on_the_command_line(tm
                               env=simulated_env())
         assert done.returncode == 0, done.stderr[-2000:]
     on_the_command_line = _made(workspace)
+    assert on_the_command_line["losses"] != "[]" and on_the_command_line["checkpoints"] != "[]"
     shutil.rmtree(workspace)
     workspace.mkdir()
     web = studio(workspace, [data])

@@ -15,6 +15,7 @@ from ltx_pipeline.driving import existing_run, find_workspace, removal, remove, 
 from ltx_pipeline.errors import BadRequest
 from ltx_pipeline.status.report import driver_alive
 from ltx_pipeline.store.rows import saved_id
+from ltx_pipeline.ui.actions.create import flag
 from ltx_pipeline.ui.actions.detached import shown
 from ltx_pipeline.ui.actions.gates import resume_args
 from ltx_pipeline.ui.actions.studio import Attempt, Conflict, Done, Studio
@@ -27,11 +28,11 @@ TERMINATE_TIMEOUT_S = 15.0
 
 
 def resume_run(studio: Studio, attempt: Attempt, name: str, body: dict[str, Any]) -> Done:
-    """``ltx-pipeline resume --detach`` (``--apply-fix`` with ``apply_fix``), started detached."""
-    apply_fix = body.get("apply_fix", False)
-    if not isinstance(apply_fix, bool):
-        raise BadRequest("apply_fix must be true or false", where="apply_fix", fix="send a JSON boolean")
-    args = resume_args(studio, name, "--detach", *(["--apply-fix"] if apply_fix else []))
+    """``ltx-pipeline resume --detach`` (``--apply-fix`` with ``apply_fix``, ``--queue`` with ``queue``: wait
+    for free GPUs in the queue), started detached."""
+    apply_fix, queue = flag(body, "apply_fix"), flag(body, "queue")
+    args = resume_args(studio, name, "--detach", *(["--apply-fix"] if apply_fix else []),
+                       *(["--queue"] if queue else []))
     attempt.command = shown(args)
     _idle_run(studio, name)
     studio.launcher.launch(args, studio.workspace.run(name).logs / "studio.log")

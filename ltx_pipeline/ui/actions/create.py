@@ -22,7 +22,7 @@ from ltx_pipeline.ui.actions.detached import shown
 from ltx_pipeline.ui.actions.roots import inside_roots
 from ltx_pipeline.ui.actions.studio import Attempt, Done, Studio
 
-__all__ = ["FIELDS", "create_run"]
+__all__ = ["FIELDS", "create_run", "flag"]
 
 # JSON key -> the JSON type it must have. Lists repeat their option (``eval_prompts`` as ``--eval-prompt``).
 FIELDS: dict[str, type] = {
@@ -32,6 +32,7 @@ FIELDS: dict[str, type] = {
     "autotune": str, "autotune_parallel": str, "audio": str, "validation_media": str, "processes": int,
     "checkpoint_interval": int, "validation_interval": int, "captioner": str, "vllm_url": str, "holdout": int,
     "eval_prompts": list, "skip_eval": bool, "holdout_loss": str, "eval_checkpoints": str, "surface": str,
+    "preprocess_processes": int,
 }
 _OPTION = {"eval_prompts": "--eval-prompt"}  # where the option's name is not the field's
 _LOCAL_PATHS = ("model_path", "text_encoder_path")  # made absolute, as the CLI stores them
@@ -48,16 +49,25 @@ def create_run(studio: Studio, attempt: Attempt, body: dict[str, Any]) -> Done:
     if name is not None and not isinstance(name, str):
         raise BadRequest("The run name must be text", where="run", fix="give a name such as my-lora")
     attempt.run = name
-    options = _options(studio, {k: v for k, v in body.items() if k != "run"})
+    queue = flag(body, "queue")
+    options = _options(studio, {k: v for k, v in body.items() if k not in ("run", "queue")})
     request = check_request(name, options)  # every problem at once, before anything is written
     check_gpu_probe(request.backend, request.assume_gpu, request.nvidia_smi)
     name = name or default_run_name(request)
     attempt.run = name
-    args = ["run", "--workspace", studio.root, "--run", name, *_arguments(options)]
+    args = ["run", "--workspace", studio.root, "--run", name, *_arguments(options), *(["--queue"] if queue else [])]
     attempt.command = command = shown(args)
     _refuse_taken(studio, name)
     studio.launcher.launch(args, studio.workspace.run(name).logs / "studio.log")
     return Done(name, command, f"Run {name} is being planned; it stops at its plan for your approval.")
+
+
+def flag(body: dict[str, Any], key: str) -> bool:
+    """A boolean choice that is no request field (``--queue``: wait for free GPUs instead of failing)."""
+    value = body.get(key, False)
+    if not isinstance(value, bool):
+        raise BadRequest(f"{key} must be true or false", where=key, fix="send a JSON boolean")
+    return value
 
 
 def _options(studio: Studio, given: dict[str, Any]) -> dict[str, Any]:
@@ -65,7 +75,7 @@ def _options(studio: Studio, given: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(given) - set(FIELDS))
     if unknown:
         raise BadRequest(f"Unknown field(s): {', '.join(unknown)}", where="the new-run form",
-                         fix=f"send only: run, {', '.join(FIELDS)}")
+                         fix=f"send only: run, queue, {', '.join(FIELDS)}")
     options: dict[str, Any] = {}
     for key, value in given.items():
         if value is None or value == "" or value is False or value == []:
