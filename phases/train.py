@@ -42,8 +42,12 @@ class TrainPhase:
     outputs_type = TrainOutputs
 
     def gpu_span(self, ctx: LtxContext) -> tuple[int, int]:
-        """Its preprocessing's ranks on every free GPU, then the trainer's processes (the rest given back)."""
-        return preprocess_span(ctx, ctx.output(ValidateOutputs).per_node)
+        """Its preprocessing's ranks on every free GPU, then the trainer's processes (the rest given back); only
+        the trainer's when a trainer it launched still runs (``resume`` follows it: nothing is preprocessed)."""
+        processes = ctx.output(ValidateOutputs).per_node
+        if ctx.journal.live("train") is not None:
+            return processes, processes
+        return preprocess_span(ctx, processes)
 
     def fingerprint(self, ctx: LtxContext) -> dict[str, Any]:
         # Upstream outputs only: the train phase's own patches (load_checkpoint, --apply-fix) change the

@@ -135,3 +135,29 @@ def test_the_board_names_the_live_process_pinned_on_each_gpu(store: Store, tmp_p
         sleeper.kill()
         sleeper.wait()
     assert {h["gpu"]: h["running"] for h in gpu_board(store)["holders"]} == {0: [], 1: []}
+
+
+def test_the_train_phase_asks_only_for_its_trainer_when_it_follows_a_live_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    import phases.train as train_phase
+
+    class _Validate:
+        per_node = 2
+
+    class _Journal:
+        def __init__(self, live: object) -> None:
+            self._live = live
+
+        def live(self, kind: str) -> object:
+            return self._live
+
+    class _TrainCtx:
+        def __init__(self, live: object) -> None:
+            self.journal = _Journal(live)
+
+        def output(self, kind: object) -> _Validate:
+            return _Validate()
+
+    monkeypatch.setattr(train_phase, "preprocess_span", lambda ctx, least: (least, 8))  # 8 GPUs free to encode on
+    phase = train_phase.TrainPhase()
+    assert phase.gpu_span(_TrainCtx(None)) == (2, 8)  # type: ignore[arg-type]
+    assert phase.gpu_span(_TrainCtx(object())) == (2, 2)  # type: ignore[arg-type]  # a trainer runs: follow it
