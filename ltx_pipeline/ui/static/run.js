@@ -131,6 +131,7 @@ function applyLive(live) {
   renderTimeline(live.run.phases);
   renderTraining(live.run.training, live.series);
   renderSamples(live.samples);
+  if (typeof studioLive === "function") studioLive(live);  // studio.js: absent under --read-only
 }
 
 const initial = pageData();
