@@ -1,11 +1,11 @@
 """The autotune sweep: the planner, the Optuna study and the trial loop, on one host or several.
 
-``Sweep`` picks each config with ``ltx.autotune.SweepPlanner`` (memory is monotone along every knob),
-runs it with ``TrialRunner``, records every trial and pruned config in the run's Optuna study, from which
-an interrupted sweep resumes without re-running finished trials, and an earlier run's finished sweep
-may settle it (``prior``). On a shared store the same ``Sweep`` is driven by ``SharedSweep``
-(``shared_sweep``), through the public methods named in the class. The autotune phase builds it,
-runs it and stores what ``run`` returns (``AutotuneOutputs``); nothing here reaches into the phase.
+``Sweep`` picks each config with ``ltx.autotune.SweepPlanner`` (memory is monotone along every knob), runs it with
+``TrialRunner``, records every trial and pruned config in the run's Optuna study, from which an interrupted sweep
+resumes without re-running finished trials, and an earlier run's finished sweep may settle it (``prior``). On a
+shared store the same ``Sweep`` is driven by ``SharedSweep`` (``shared_sweep``), through the public methods named in
+the class. The autotune phase builds it, runs it and stores what ``run`` returns (``AutotuneOutputs``); nothing here
+reaches into the phase.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ltx_pipeline.autotune.hosts import shared_store
 from ltx_pipeline.autotune.parallel_sweep import ParallelTrials
 from ltx_pipeline.autotune.prior import prior_disagreement, prior_key, same_knobs
 from ltx_pipeline.autotune.shared_sweep import SharedSweep
-from ltx_pipeline.autotune.slots import assign_slots, slot_count
+from ltx_pipeline.autotune.slots import GPUS_PER_TRIAL, assign_slots, slot_count
 from ltx_pipeline.autotune.trial_runner import TrialRunner
 from ltx_pipeline.engine.processes import host_id
 from ltx_pipeline.errors import RunFailed
@@ -54,14 +54,12 @@ class Sweep:
     def __init__(self, ctx: LtxContext, recipe: Recipe, probe: ProbeOutputs) -> None:
         self.ctx = ctx
         knobs = recipe.knobs
-        # One process's samples per optimizer step: what the search space keeps while it trades batch size
-        # against accumulation. The effective batch is this over every process (``effective_batch``).
+        # One process's samples per optimizer step, kept while batch size is traded against accumulation.
         self.per_gpu_batch = int(knobs["batch_size"]) * int(knobs.get("gradient_accumulation_steps") or 1)
         multi = any(len(s.buckets) > 1 for s in recipe.stages)
         self.processes = ctx.output(ValidateOutputs).num_processes
         samples = ctx.output(DataCheckOutputs).samples
-        # The largest batch the dataset can feed every training process (drop_last: no zero-batch epochs).
-        max_batch = max(1, samples // self.processes) if samples else None
+        max_batch = max(1, samples // self.processes) if samples else None  # drop_last: no zero-batch epoch
         space = search_space(probe.tier.base, self.per_gpu_batch, multi, knobs, max_batch=max_batch)
         if recipe.training_mode == "full":  # the trainer refuses quantization in full mode
             space = [space[0], *(k for k in space[1:] if k["quantization"] is None)]
@@ -70,8 +68,7 @@ class Sweep:
         self.max_batch = max(int(k["batch_size"]) for k in space)
         gpus = probe.gpus.gpus
         self.capacity = min(g.memory_mib for g in gpus) / 1024
-        # The GPUs the run holds for this phase (its trials run on them), else every visible one (no lease).
-        self.gpu_indices = list(ctx.journal.pinned or [g.index for g in gpus])
+        self.gpu_indices = list(ctx.journal.pinned or [g.index for g in gpus])  # held for this phase, else all
         self.planner = SweepPlanner(space, self.baseline, capacity_gb=self.capacity, headroom=ctx.request.headroom,
                                     per_gpu_batch=self.per_gpu_batch)
         self.runner: TrialRunner | None = None
@@ -84,6 +81,12 @@ class Sweep:
     def effective_batch(self) -> int:
         """Samples per optimizer step over every process, as ``--effective-batch`` means it."""
         return self.per_gpu_batch * self.processes
+
+    def keep_trial_gpus(self, needed: int) -> None:
+        """Give back the GPUs held for the sanity set's preprocessing that the trials will not use."""
+        if (pinned := self.ctx.journal.pinned) is not None and needed < len(pinned):
+            self.ctx.journal.narrow(needed)
+            self.gpu_indices[:] = list(self.ctx.journal.pinned or pinned[:needed])  # the trial runner's list too
 
     def run(self, sanity_root: str, sweep_key: str) -> AutotuneOutputs:
         """The sweep, resumed from its study (``sweep_key``: what its measurements depend on), to its winner."""
@@ -105,6 +108,7 @@ class Sweep:
             self.apply_prior(prior)
             count = slot_count(ctx.request.autotune_parallel, len(self.gpu_indices),
                                width=len(self.planner.remaining()))
+            self.keep_trial_gpus(count * GPUS_PER_TRIAL)
             if count > 1:  # several trials at once, each on its own GPUs (autotune.parallel_sweep)
                 ParallelTrials(self, study, dists, prior, assign_slots(self.gpu_indices, count)).run()
             else:

@@ -161,3 +161,21 @@ def test_the_train_phase_asks_only_for_its_trainer_when_it_follows_a_live_one(mo
     phase = train_phase.TrainPhase()
     assert phase.gpu_span(_TrainCtx(None)) == (2, 8)  # type: ignore[arg-type]
     assert phase.gpu_span(_TrainCtx(object())) == (2, 2)  # type: ignore[arg-type]  # a trainer runs: follow it
+
+
+def test_a_sequential_sweep_gives_back_the_gpus_its_preprocessing_used(store: Store,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from ltx_pipeline.autotune.sweep import Sweep
+
+    (a,) = runs(store, "a")
+    visible = [Gpu(index=g.index, name="Toy", memory_mib=1024, uuid=g.uuid, driver="") for g in GPUS]
+    monkeypatch.setattr(claim_module, "_wanted", lambda ctx, span: (run_gpus(visible, 1, span), None))
+    journal = RunJournal(store, a, "autotune")
+    RunGpus(store, a, "a", "/ws").claim(_Ctx(journal), (1, 4))  # the sanity set's preprocessing on every GPU
+    sweep = Sweep.__new__(Sweep)  # only what keep_trial_gpus reads
+    sweep.ctx, sweep.gpu_indices = _Ctx(journal), [0, 1, 2, 3]  # type: ignore[assignment]
+    shared_with_the_trial_runner = sweep.gpu_indices
+    sweep.keep_trial_gpus(1)  # one trial at a time
+    assert journal.pinned == (0,) and held(store, a) == [0] and shared_with_the_trial_runner == [0]
+    sweep.keep_trial_gpus(2)  # never takes more back
+    assert held(store, a) == [0]
