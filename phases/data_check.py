@@ -51,7 +51,7 @@ from ltx_pipeline.phase_context import LtxContext
 from ltx_pipeline.preprocessing.run import model_files, model_paths, read_identity, stage_identity
 from ltx_pipeline.probing import DatasetInfo, to_plain
 from ltx_pipeline.probing.dataset import METADATA_EXTENSIONS
-from ltx_pipeline.reports.plan_cache import RunShape, forecast_section, note_section, write_cache_section
+from ltx_pipeline.reports.plan_cache import CACHE_SECTION, RunShape, forecast_section, note_section
 from ltx_pipeline.workspace import atomic_write
 
 __all__ = ["PHASE"]
@@ -244,7 +244,7 @@ def _forecast(ctx: LtxContext, plan: PlanOutputs, mode: Mode, metadata_file: str
                          plan.autotune_runs, mode, models)
         own = planned[0].preprocessed_root if planned and planned[0].source == "reuse" else None
         section = forecast_section(ctx, shape, Path(metadata_file), samples, by_data_check=True, own_first=own)
-    write_cache_section(ctx.paths.plan_file, section, root=ctx.workspace)
+    CACHE_SECTION.write(ctx.paths.plan_file, section, root=ctx.workspace)
 
 
 def _report(ctx: LtxContext, checks: list[Check]) -> None:

@@ -38,14 +38,13 @@ from ltx_pipeline.phase_context import LtxContext
 from ltx_pipeline.preprocessing.run import model_paths
 from ltx_pipeline.probing import to_plain
 from ltx_pipeline.probing.nvidia_smi import nvidia_smi_found
-from ltx_pipeline.reports.holdout_cost import holdout_lines, with_holdout_section, without_holdout_section
+from ltx_pipeline.reports.holdout_cost import HOLDOUT_SECTION, holdout_lines
 from ltx_pipeline.reports.plan_cache import (
+    CACHE_SECTION,
     RunShape,
     forecast_section,
     note_section,
     pending_section,
-    with_cache_section,
-    without_cache_section,
 )
 from ltx_pipeline.reports.plan_md import PlanDocument, render_plan
 from ltx_pipeline.request import EVAL_ONLY_FIELDS, RENDEZVOUS_FIELDS
@@ -178,7 +177,7 @@ def _write_plan(ctx: LtxContext, text: str, section: list[str], holdout: list[st
     """
     subject = digest(text)
     text = with_provenance(text, subject, code_identity(), _previous_plan(ctx.paths.plan_file))
-    atomic_write(ctx.paths.plan_file, with_holdout_section(with_cache_section(text, section), holdout),
+    atomic_write(ctx.paths.plan_file, HOLDOUT_SECTION.put(CACHE_SECTION.put(text, section), holdout),
                  root=ctx.workspace)
     return subject
 
@@ -293,7 +292,7 @@ def _previous_plan(path: Path) -> str | None:
     """The plan.md this plan replaces (its lines are compared), None for a first plan."""
     try:
         # Neither the forecast nor the holdout loss's counts are the plan's text.
-        return without_holdout_section(without_cache_section(path.read_text(encoding="utf-8")))
+        return HOLDOUT_SECTION.drop(CACHE_SECTION.drop(path.read_text(encoding="utf-8")))
     except OSError:
         return None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ltx_pipeline.gpus.evidence import holder_alive, lease_alive, process_alive
+from ltx_pipeline.gpus.evidence import holder_alive, process_alive
 
 __all__ = ["gpu_board"]
 
@@ -17,10 +17,13 @@ __all__ = ["gpu_board"]
 def gpu_board(store: Any) -> dict[str, Any]:
     """``{"holders": [...], "queue": [...]}``, plain JSON data (``queue --json``, ``status --json``)."""
     names = {run.id: run.name for run in store.list_runs()}
+    leases = store.gpu_leases()
+    # Each run's live launched processes, read once (a run holds several GPUs; they decide liveness and the board).
+    live = {run_id: [p for p in store.processes(run_id) if process_alive(p)] for run_id in {le.run_id for le in leases}}
     holders = [{"gpu": lease.gpu_index, "uuid": lease.gpu_uuid, "host": lease.host, "run": names.get(lease.run_id),
                 "kind": lease.kind, "pid": lease.pid, "since": _iso(lease.taken_at),
-                "running": _running_on(store, lease)}
-               for lease in store.gpu_leases() if lease_alive(lease, store)]
+                "running": _running_on(live[lease.run_id], lease)}
+               for lease in leases if holder_alive(lease) or live[lease.run_id]]
     held_by = {(h["host"], h["uuid"]): h["run"] for h in holders}
     queue: list[dict[str, Any]] = []
     for waiter in store.gpu_waiters():
@@ -35,12 +38,12 @@ def gpu_board(store: Any) -> dict[str, Any]:
     return {"holders": holders, "queue": queue}
 
 
-def _running_on(store: Any, lease: Any) -> list[str]:
+def _running_on(live: list[Any], lease: Any) -> list[str]:
     """The live processes of the lease's run launched on its GPU ("trial 3 (pid 412)"): pinned to it by their
     ``CUDA_VISIBLE_DEVICES``, or launched with no pin (then on every GPU the run held)."""
     found = []
-    for row in store.processes(lease.run_id):
-        if row.host != lease.host or not process_alive(row):
+    for row in live:
+        if row.host != lease.host:
             continue
         env = row.env if isinstance(row.env, dict) else {}
         pinned = str(env.get("CUDA_VISIBLE_DEVICES", "")).split(",")

@@ -18,7 +18,7 @@ from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.plan import PlanOutputs
 from ltx_pipeline.phase_context import LtxContext
-from ltx_pipeline.reports.holdout_cost import holdout_lines, write_holdout_section
+from ltx_pipeline.reports.holdout_cost import HOLDOUT_SECTION, holdout_lines
 
 __all__ = ["write_after_autotune"]
 
@@ -31,7 +31,7 @@ def write_after_autotune(ctx: LtxContext, autotune: AutotuneOutputs) -> bool:
     rows = Rows(len(held.indices) or None, ctx.output(DataCheckOutputs).samples, held.why_none)
     try:
         plan = after_autotune(ctx, Path(last.config), last.stage, start, rows, autotune)
-        return write_holdout_section(ctx.paths.plan_file, holdout_lines(plan), root=ctx.workspace)
+        return HOLDOUT_SECTION.write(ctx.paths.plan_file, holdout_lines(plan), root=ctx.workspace)
     except (OSError, ValueError) as exc:  # the section informs; it never stops a run
         ctx.warn(f"plan.md's holdout-loss section was not rewritten: {exc}")
         return False

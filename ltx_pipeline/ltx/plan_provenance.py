@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 
-__all__ = ["with_provenance", "written_by"]
+__all__ = ["with_provenance", "without_section", "written_by"]
 
 _HEADER = re.compile(r"^_Written by (?P<writer>.+?)\. You approve this plan \(`(?P<subject>[^`]+)`\)")
 _MAX_LINES = 20
@@ -42,7 +42,7 @@ def _since_last(body: str, subject: str, writer: str, previous: str) -> list[str
         return []
     _, _, old_body = previous.partition("\n")
     old_lines = [ln for ln in old_body.splitlines() if not _HEADER.match(ln)]
-    old_lines = _without_since(old_lines)
+    old_lines = without_section(old_lines, "## Since the last plan")  # that plan's own predecessor
     new_lines = body.splitlines()
     changed = [ln for ln in difflib.unified_diff(old_lines, new_lines, lineterm="", n=0)
                if ln[:1] in "+-" and not ln.startswith(("+++", "---")) and ln[1:].strip()]
@@ -60,12 +60,12 @@ def _since_last(body: str, subject: str, writer: str, previous: str) -> list[str
             *(f"    {ln}" for ln in shown), *more, ""]
 
 
-def _without_since(lines: list[str]) -> list[str]:
-    """``lines`` without an earlier "Since the last plan" section (it describes that plan's own predecessor)."""
+def without_section(lines: list[str], heading: str) -> list[str]:
+    """``lines`` of a plan.md without the section under ``heading``: that line up to the next ``## `` heading."""
     out: list[str] = []
     skipping = False
     for line in lines:
-        if line == "## Since the last plan":
+        if line == heading:
             skipping = True
             continue
         if skipping and line.startswith("## "):

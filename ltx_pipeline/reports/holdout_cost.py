@@ -10,15 +10,13 @@ once a training step has been measured (said to be a bound, with what it leaves 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from ltx_pipeline.reports.sections import with_section_before, without_section, write_section_before
+from ltx_pipeline.reports.sections import PlanSection
 
-__all__ = ["HEADING", "HoldoutPlan", "StepTime", "holdout_lines", "with_holdout_section", "without_holdout_section",
-           "write_holdout_section"]
+__all__ = ["HEADING", "HOLDOUT_SECTION", "HoldoutPlan", "StepTime", "holdout_lines"]
 
 HEADING = "## Holdout loss"
-_BEFORE = "## Approve to proceed"  # the section goes right before it (after Cost / Time)
+HOLDOUT_SECTION = PlanSection(HEADING, "## Approve to proceed")  # right before it (after Cost / Time)
 _MAX_LISTED = 8
 
 
@@ -130,18 +128,3 @@ def _time_words(plan: HoldoutPlan) -> str:
             "the largest bucket). A pass without gradients costs less than a sample's share of a training step "
             "(forward, backward and optimizer update). Not included: loading the model once and each checkpoint's "
             "weights")
-
-
-def with_holdout_section(text: str, section: list[str]) -> str:
-    """``text`` (a plan.md) with ``section`` in place of its holdout section, else before ``_BEFORE``."""
-    return with_section_before(text, HEADING, section, _BEFORE)
-
-
-def without_holdout_section(text: str) -> str:
-    """``text`` without its holdout section (how the plan reads apart from these counts)."""
-    return without_section(text, HEADING)
-
-
-def write_holdout_section(plan_file: Path, section: list[str], *, root: Path) -> bool:
-    """Put ``section`` into the plan.md at ``plan_file`` (written atomically); False when there is none."""
-    return write_section_before(plan_file, HEADING, section, _BEFORE, root=root)

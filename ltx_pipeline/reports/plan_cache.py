@@ -23,13 +23,14 @@ from ltx_pipeline.preprocessing.forecast import (
     run_steps,
     sanity_rows,
 )
-from ltx_pipeline.reports.sections import with_section_before, without_section, write_section_before
+from ltx_pipeline.reports.sections import PlanSection
 
-__all__ = ["HEADING", "RunShape", "cache_section", "forecast_section", "note_section", "pending_section",
-           "with_cache_section", "without_cache_section", "write_cache_section"]
+__all__ = ["CACHE_SECTION", "HEADING", "RunShape", "cache_section", "forecast_section", "note_section",
+           "pending_section"]
 
 HEADING = "## Latent cache"
-_BEFORE = "## Training Config"  # the section goes right after Preprocessing, before this one
+# The section goes right after Preprocessing, before Training Config.
+CACHE_SECTION = PlanSection(HEADING, "## Training Config")
 _WORDS = {"latents": "latents", "audio_latents": "audio latents", "conditions": "conditions"}
 _BY_PLAN = ("written with the plan, from the metadata file and the cache as they were then; the data check "
             "writes it again from the rows it checks, before anything is encoded")
@@ -135,18 +136,3 @@ def _folder_line(folder: FolderForecast) -> str:
     why = ", ".join(f"{count} {reason}" for reason, count in folder.reasons)
     return (f"{_WORDS.get(folder.folder, folder.folder)}: {folder.cached} from the cache, {folder.encode} to encode"
             + (f" ({why})" if why else ""))
-
-
-def with_cache_section(text: str, section: list[str]) -> str:
-    """``text`` (a plan.md) with ``section`` in place of its cache section, else before ``_BEFORE``."""
-    return with_section_before(text, HEADING, section, _BEFORE)
-
-
-def without_cache_section(text: str) -> str:
-    """``text`` without its cache section (how the plan reads apart from the forecast)."""
-    return without_section(text, HEADING)
-
-
-def write_cache_section(plan_file: Path, section: list[str], *, root: Path) -> bool:
-    """Put ``section`` into the plan.md at ``plan_file`` (written atomically); False when there is none."""
-    return write_section_before(plan_file, HEADING, section, _BEFORE, root=root)

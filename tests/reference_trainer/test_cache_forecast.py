@@ -20,7 +20,7 @@ from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.preprocessing.forecast import Forecast, Step, StepForecast, forecast
 from ltx_pipeline.preprocessing.run import preprocess
-from ltx_pipeline.reports.plan_cache import cache_section, with_cache_section, without_cache_section
+from ltx_pipeline.reports.plan_cache import CACHE_SECTION, cache_section
 from ltx_pipeline.workspace import RunPaths
 from tests.conftest import write_safetensors
 from tests.reference_trainer.conftest import PreprocessContext, write_dataset
@@ -145,9 +145,9 @@ def test_off_and_a_stage_the_cache_cannot_key_are_said_with_the_reason(tmp_path:
 
 def test_the_section_sits_after_preprocessing_and_is_replaced_not_repeated() -> None:
     plan = "# Plan\n\n## Preprocessing\n\n- Stage 1\n\n## Training Config\n\n| a | b |\n"
-    once = with_cache_section(plan, ["## Latent cache", "", "- first", ""])
-    twice = with_cache_section(once, ["## Latent cache", "", "- second", ""])
+    once = CACHE_SECTION.put(plan, ["## Latent cache", "", "- first", ""])
+    twice = CACHE_SECTION.put(once, ["## Latent cache", "", "- second", ""])
     assert twice == plan.replace("## Training Config", "## Latent cache\n\n- second\n\n## Training Config")
-    assert without_cache_section(twice) == plan
+    assert CACHE_SECTION.drop(twice) == plan
 
 

@@ -116,15 +116,22 @@ def assert_one_after_another(ws: Path, order: list[str]) -> None:
     assert [name for (name,) in took] == order
 
 
-@pytest.mark.long
-@pytest.mark.timeout(420)
-def test_two_queued_runs_on_one_gpu_run_one_after_the_other(kit: dict[str, Path], tmp_path: Path) -> None:
+def a_holds_b_waits(kit: dict[str, Path], tmp_path: Path) -> tuple[Path, Path, subprocess.Popen[str],
+                                                                     subprocess.Popen[str]]:
+    """Run a holding the one GPU in train (held there by the gate file), run b waiting for it in the queue."""
     ws, gate = tmp_path / "ws", tmp_path / "gate"
     gate.write_text("hold")
     first = start(kit, ws, "a", gate)
     wait_for("a holds the GPU, in train", Path(f"{gate}.held").exists, first)
     second = start(kit, ws, "b")
     wait_for("b waits in the queue", lambda: waiter(ws, "b") is not None, second)
+    return ws, gate, first, second
+
+
+@pytest.mark.long
+@pytest.mark.timeout(420)
+def test_two_queued_runs_on_one_gpu_run_one_after_the_other(kit: dict[str, Path], tmp_path: Path) -> None:
+    ws, gate, first, second = a_holds_b_waits(kit, tmp_path)
     board = cli_json(ws, "queue")
     assert [(h["gpu"], h["uuid"], h["run"]) for h in board["holders"]] == [(0, "ASSUMED-0", "a")]
     assert [(q["position"], q["run"], q["engine"], q["gpus"]) for q in board["queue"]] == [
@@ -138,12 +145,7 @@ def test_two_queued_runs_on_one_gpu_run_one_after_the_other(kit: dict[str, Path]
 @pytest.mark.long
 @pytest.mark.timeout(600)
 def test_a_killed_waiter_resumed_keeps_its_place_ahead_of_a_later_run(kit: dict[str, Path], tmp_path: Path) -> None:
-    ws, gate = tmp_path / "ws", tmp_path / "gate"
-    gate.write_text("hold")
-    first = start(kit, ws, "a", gate)
-    wait_for("a holds the GPU, in train", Path(f"{gate}.held").exists, first)
-    second = start(kit, ws, "b")
-    wait_for("b waits in the queue", lambda: waiter(ws, "b") is not None, second)
+    ws, gate, first, second = a_holds_b_waits(kit, tmp_path)
     third = start(kit, ws, "c")
     wait_for("c waits in the queue", lambda: waiter(ws, "c") is not None, third)
     place = waiter(ws, "b")

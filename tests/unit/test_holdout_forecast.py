@@ -22,8 +22,8 @@ from ltx_pipeline.holdout.forecast import (
 )
 from ltx_pipeline.ltx.launch_checks import launch_checks
 from ltx_pipeline.outputs.autotune import AutotuneOutputs
-from ltx_pipeline.reports.holdout_cost import HoldoutPlan, holdout_lines, with_holdout_section, without_holdout_section
-from ltx_pipeline.reports.plan_cache import with_cache_section
+from ltx_pipeline.reports.holdout_cost import HOLDOUT_SECTION, HoldoutPlan, holdout_lines
+from ltx_pipeline.reports.plan_cache import CACHE_SECTION
 
 
 @pytest.mark.parametrize(("steps", "interval", "keep", "kept"), [
@@ -131,10 +131,10 @@ _PLAN = ("# Training plan: r1\n\n_Written by x. You approve this plan (`sha256:1
 
 
 def test_the_section_sits_before_the_approval_and_is_replaced_never_repeated() -> None:
-    cached = with_cache_section(_PLAN, ["## Latent cache", "", "- forecast", ""])
-    first = with_holdout_section(cached, holdout_lines(HoldoutPlan(reason="first")))
-    second = with_holdout_section(first, holdout_lines(HoldoutPlan(reason="second")))
+    cached = CACHE_SECTION.put(_PLAN, ["## Latent cache", "", "- forecast", ""])
+    first = HOLDOUT_SECTION.put(cached, holdout_lines(HoldoutPlan(reason="first")))
+    second = HOLDOUT_SECTION.put(first, holdout_lines(HoldoutPlan(reason="second")))
     assert second.count("## Holdout loss") == 1 and "first" not in second and "- Not measured: second" in second
     assert second.index("## Cost / Time") < second.index("## Holdout loss") < second.index("## Approve to proceed")
     assert "## Latent cache\n\n- forecast" in second  # the cache's section stays as it was
-    assert without_holdout_section(second) == cached
+    assert HOLDOUT_SECTION.drop(second) == cached
