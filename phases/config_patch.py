@@ -26,6 +26,7 @@ from ltx_pipeline.ltx.hub import hub_patches
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import get_mode
 from ltx_pipeline.ltx.recipe import Recipe, Stage, planned_stages
+from ltx_pipeline.ltx.user_settings import setting_patches
 from ltx_pipeline.ltx.validation_sources import Candidate, choose_sources
 from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs, StageConfig
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
@@ -98,6 +99,9 @@ class ConfigPatchPhase:
             if fitted:  # after the prompt rewrite: the samples are replaced whole, from the user's rows
                 text, filled = apply_patches(text, fitted)
                 records = [*records, *filled]
+            if ctx.request.config_set:  # the user's own values (--set) come last: theirs is the final word
+                text, own = apply_patches(text, setting_patches(ctx.request.config_set))
+                records = [*records, *own]
             config_file = stage_config_file(ctx.paths.root, index, stages)
             atomic_write(config_file, text, root=ctx.workspace)
             configs.append(StageConfig(stage=index, config=str(config_file), template=str(template),

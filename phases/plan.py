@@ -139,7 +139,8 @@ class PlanPhase:
 # vllm_url) dumps as None when not asked and needs no entry here.
 _LATER_FIELDS: tuple[tuple[str, Any], ...] = (("slurm", False), ("slurm_args", []), ("autotune", "on"),
                                               ("continued_from", []), ("audio", "auto"), ("validation_media", "auto"),
-                                              ("trainer_python", None), ("push_to_hub", None))
+                                              ("trainer_python", None), ("push_to_hub", None),
+                                              ("config_set", {}))
 
 # Prerequisites only a backend that runs the official trainer needs; the toy and simulated backends run without them.
 _REAL_TRAINER_ONLY = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout")

@@ -104,12 +104,14 @@ class RequestOptions:
     autotune_parallel: str | None = None
     slurm: bool | None = None
     slurm_args: list[str] | None = None
+    config_set: list[str] | None = None  # --set KEY=VALUE, each read as YAML (ltx.user_settings)
 
     def given(self) -> dict[str, Any]:
         """The request fields the user actually gave, ready for ``check_request``.
 
         Raises:
             BadRequest: ``--dataset``, ``--surface`` or ``--holdout-file`` names a path that does not exist.
+            BadInput: a ``--set`` that is not KEY=VALUE with a YAML value.
         """
         given: dict[str, Any] = {key: getattr(self, key) for key in _PLAIN}
         if self.dataset is not None:
@@ -135,4 +137,8 @@ class RequestOptions:
         given["slurm"] = self.slurm
         if self.slurm_args:
             given["slurm_args"] = list(self.slurm_args)
+        if self.config_set:
+            from ltx_pipeline.ltx.user_settings import parse_assignments
+
+            given["config_set"] = parse_assignments(self.config_set)
         return {key: value for key, value in given.items() if value is not None}

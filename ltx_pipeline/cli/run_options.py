@@ -31,7 +31,7 @@ _AUTOTUNE, _EVALUATION = PANELS["autotune"], PANELS["evaluation"]
 
 __all__ = ["AcceptRiskOpt", "ApproveOpt", "AssumeGpuOpt", "AudioOpt", "AutotuneOpt",
            "AutotuneParallelOpt", "BackendOpt", "BucketsOpt",
-           "CaptionerOpt", "CheckpointIntervalOpt", "DatasetOpt", "DetachOpt", "EffectiveBatchOpt",
+           "CaptionerOpt", "CheckpointIntervalOpt", "ConfigSetOpt", "DatasetOpt", "DetachOpt", "EffectiveBatchOpt",
            "EvalCheckpointsOpt", "EvalPromptOpt", "FreshPreprocessOpt", "HeadroomOpt", "HoldoutFileOpt",
            "PreprocessProcessesOpt",
            "HoldoutLossOpt", "HoldoutOpt",
@@ -163,6 +163,10 @@ SlurmOpt = Annotated[bool | None, typer.Option("--slurm", help="Submit each trai
 SlurmArgOpt = Annotated[list[str] | None, typer.Option(
     "--slurm-arg", help="An #SBATCH option for the job script, verbatim (repeat for more), e.g. "
     "--slurm-arg=--partition=gpu --slurm-arg=--time=24:00:00.", rich_help_panel=_TRAINER)]
+ConfigSetOpt = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="KEY=VALUE", help="Your own value for a key of the trainer config, applied after the plan's "
+    "(repeat for more; a YAML value), e.g. --set validation.inference_steps=8. Keys the run sets itself "
+    "(steps, learning rate, batch, paths...) are refused with the option that sets them.", rich_help_panel=_TRAINER)]
 ApproveOpt = Annotated[bool, typer.Option("--approve", help="Approve every gate (the plan, then the captions) "
                                           "as soon as it is reached.")]
 DetachOpt = Annotated[bool, typer.Option("--detach", help="Return once training is launched.")]

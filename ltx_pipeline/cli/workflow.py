@@ -28,6 +28,7 @@ from ltx_pipeline.cli.run_options import (
     BucketsOpt,
     CaptionerOpt,
     CheckpointIntervalOpt,
+    ConfigSetOpt,
     DatasetOpt,
     DetachOpt,
     EffectiveBatchOpt,
@@ -96,7 +97,8 @@ def run(  # one option per request field (``cli.run_options``); options left out
     eval_prompt: EvalPromptOpt = None, skip_eval: SkipEvalOpt = None, holdout_loss: HoldoutLossOpt = None,
     eval_checkpoints: EvalCheckpointsOpt = None, push_to_hub: PushToHubOpt = None,
     slurm: SlurmOpt = None,
-    slurm_arg: SlurmArgOpt = None, approve: ApproveOpt = False, detach: DetachOpt = False, queue: QueueOpt = False,
+    slurm_arg: SlurmArgOpt = None, config_set: ConfigSetOpt = None, approve: ApproveOpt = False,
+    detach: DetachOpt = False, queue: QueueOpt = False,
 ) -> Ending:
     """Create (or update) a run and drive it: probe, plan, then stop for approval.
 
@@ -123,7 +125,7 @@ def run(  # one option per request field (``cli.run_options``); options left out
         vllm_url=vllm_url, holdout=holdout, holdout_file=holdout_file, eval_prompts=eval_prompt,
         skip_eval=skip_eval, holdout_loss=holdout_loss, eval_checkpoints=eval_checkpoints, push_to_hub=push_to_hub,
         slurm=slurm,
-        slurm_args=slurm_arg).given()
+        slurm_args=slurm_arg, config_set=config_set).given()
     ws, found = find_workspace(workspace)  # nothing is written before the request is accepted
     store, run_row, request = prepare_run(ws, found, run_name, with_request_file(request_file, given))
     return watch_drive(ws, store, run_row, request, approve, RunOptions(detach=detach, queue=queue))

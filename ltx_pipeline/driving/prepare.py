@@ -101,6 +101,8 @@ def _updated(ws: Workspace, store: Store, run: Run, options: dict[str, Any], che
     """An existing run's request with ``options`` over run.yaml's values, saved when anything changed."""
     paths = ws.run(run.name)
     request = load_request(paths.request_file)
+    if "config_set" in options:  # --set adds to (or changes) the run's own values; run.yaml removes them
+        options = {**options, "config_set": {**request.config_set, **options["config_set"]}}
     trained = _trained(store, run, {**request.model_dump(mode="json"), **options})
     refuse_fewer(trained, options.get("steps"), run=run.name)  # before run.yaml's own checks: the cause
     if options:

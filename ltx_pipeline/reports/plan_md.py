@@ -156,12 +156,21 @@ def _config_table(recipe: Recipe, request: RunRequest) -> list[str]:
             *([("lora rank / alpha", f"{recipe.rank} / {recipe.alpha}")] if recipe.training_mode == "lora" else []),
             ("trigger word", request.trigger or "none"), ("validation interval", recipe.validation_interval),
             ("validation video_dims", recipe.validation_dims), ("checkpoint interval", recipe.checkpoint_interval),
-            ("checkpoints keep_last_n", recipe.keep_last_n)]
+            ("checkpoints keep_last_n", recipe.keep_last_n),
+            *((f"{key} (your --set, applied last)", _yaml_value(value)) for key, value in request.config_set.items())]
     table = ["## Training Config", "", "| setting | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
     if recipe.training_mode != "lora":
         return [*table, "", "Full fine-tune: every transformer weight is trained.", ""]
     return [*table, "", "Rank guidance (seed 002): motion or camera 8-16; a character or style 32-64; a dense "
             "multi-character world 96-128. Alpha is kept equal to rank.", ""]
+
+
+def _yaml_value(value: object) -> str:
+    """A --set value as the trainer config will hold it (flow YAML: null, true, [1, 2])."""
+    import json
+
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else json.dumps(value) \
+        if isinstance(value, (list, dict)) else str(value)
 
 
 def _steps_words(recipe: Recipe) -> str:

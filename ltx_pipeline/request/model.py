@@ -55,7 +55,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from ltx_pipeline.errors import BadRequest
+from ltx_pipeline.errors import BadInput, BadRequest
 from ltx_pipeline.ltx.buckets import CHAINED_DEFAULT, Bucket, format_buckets, parse_buckets
 from ltx_pipeline.ltx.eval_checkpoints import check_choice
 from ltx_pipeline.ltx.modes import MODES
@@ -153,6 +153,8 @@ class RunRequest(BaseModel):
     # with the user's own #SBATCH options (partition, account, time...) passed through verbatim.
     slurm: bool = False
     slurm_args: list[str] = Field(default_factory=list, max_length=50)
+    # Your own trainer-config values (run --set KEY=VALUE), applied after the plan's patches (ltx.user_settings).
+    config_set: dict[str, Any] = Field(default_factory=dict, max_length=200)
 
     @field_validator("mode")
     @classmethod
@@ -249,6 +251,17 @@ class RunRequest(BaseModel):
                 raise ValueError(f"{name} is set by ltx-pipeline in the job script ({_OWNED_SBATCH[name]}); "
                                  "leave it out of --slurm-arg")
         return value
+
+    @field_validator("config_set")
+    @classmethod
+    def _own_settings(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from ltx_pipeline.ltx.user_settings import checked_settings
+
+        try:
+            return checked_settings(value)
+        except BadInput as exc:
+            raise PydanticCustomError("config_set", exc.what.replace("{", "(").replace("}", ")"),
+                                      {"fix": exc.fix or ""}) from None
 
     @model_validator(mode="wrap")
     @classmethod

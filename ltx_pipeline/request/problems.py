@@ -18,11 +18,15 @@ from ltx_pipeline.request.model import BACKENDS
 __all__ = ["fix_hint", "refuse_unusable_metadata", "request_problem"]
 
 
+#: Request fields whose CLI option is not the field's name in kebab case.
+_OPTION_NAMES = {"config_set": "--set"}
+
+
 def request_problem(err: Any, where: str, fields: Iterable[str]) -> BadRequest:
     """One pydantic error as a ``BadRequest``: the option (or ``where: field``), what is wrong and the fix."""
     field = ".".join(str(p) for p in err["loc"]) or "request"
     message = str(err["msg"]).removeprefix("Value error, ")
-    option = "--" + field.replace("_", "-") if where == "options" else f"{where}: {field}"
+    option = _OPTION_NAMES.get(field, "--" + field.replace("_", "-")) if where == "options" else f"{where}: {field}"
     if err["type"] == "extra_forbidden":
         return BadRequest(f"Unknown request field {field!r}", where=where,
                           fix="remove it; valid fields are " + ", ".join(fields))

@@ -292,7 +292,10 @@ def test_new_run_input_is_refused_with_the_clis_own_line(gated) -> None:
     assert cli.stderr.strip() == f"error: {answer.json()['error']}"  # type: ignore[attr-defined]
     for body, error in [({**bad, "mode": "t2v", "colour": "red"}, "Unknown field(s): colour"),
                         ({**bad, "mode": "t2v", "steps": "many"}, "steps must be int"),
-                        ({**bad, "mode": "t2v", "run": "r1"}, "Run r1 already exists")]:
+                        ({**bad, "mode": "t2v", "run": "r1"}, "Run r1 already exists"),
+                        ({**bad, "mode": "t2v", "config_set": ["optimization.steps=3"]},
+                         "optimization.steps is set by the run itself (--set). Fix: change it with --steps."),
+                        ({**bad, "mode": "t2v", "config_set": "seed=3"}, "config_set must be a list of text")]:
         answer = web.post("/api/studio/runs", body)
         assert answer.status_code == 400 and answer.json()["error"].startswith(error), body  # type: ignore[attr-defined]
     assert web.launcher.started == [] and not (workspace / "r2").exists()
@@ -355,7 +358,8 @@ def test_a_run_made_from_the_page_equals_the_same_choices_on_the_command_line(tm
     data = tmp_path / "data"
     dataset = clips(data)
     choices = ["--backend", "simulated", "--surface", str(SURFACE), "--steps", "20", "--rank", "8",
-               "--checkpoint-interval", "10", "--trigger", "fx", "--autotune", "off", "--skip-eval"]
+               "--checkpoint-interval", "10", "--trigger", "fx", "--autotune", "off", "--skip-eval",
+               "--set", "validation.inference_steps=5", "--set", "optimization.max_grad_norm=0.5"]
     workspace = tmp_path / "ws"  # the same path both times: plan.md names it, so the plan's hash does too
     for args in (["--approve"], ["--steps", "30", "--approve"]):
         done = subprocess.run([*ENGINE, "run", "--workspace", str(workspace), "--run", "r1", "--dataset",
@@ -369,8 +373,11 @@ def test_a_run_made_from_the_page_equals_the_same_choices_on_the_command_line(tm
     web = studio(workspace, [data])
     body = {"run": "r1", "dataset": str(dataset), "backend": "simulated", "surface": str(SURFACE), "steps": 20,
             "rank": 8, "checkpoint_interval": 10, "trigger": "fx", "autotune": "off", "skip_eval": True,
-            "captioner": None, "audio": ""}
-    assert web.post("/api/studio/runs", body).status_code == 200  # type: ignore[attr-defined]
+            "captioner": None, "audio": "",
+            "config_set": ["validation.inference_steps=5", "optimization.max_grad_norm=0.5"]}
+    created = web.post("/api/studio/runs", body).json()  # type: ignore[attr-defined]
+    assert created["ok"] and "--set validation.inference_steps=5 --set optimization.max_grad_norm=0.5" in \
+        created["command"]
     web.launcher.wait(120)
     gate = _live(web)["gate"]
     assert web.post("/api/studio/runs/r1/approve", {"gate": "plan", "subject": gate["subject"]}).status_code == 200  # type: ignore[attr-defined]

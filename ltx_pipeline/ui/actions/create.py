@@ -32,9 +32,9 @@ FIELDS: dict[str, type] = {
     "autotune": str, "autotune_parallel": str, "audio": str, "validation_media": str, "processes": int,
     "checkpoint_interval": int, "validation_interval": int, "captioner": str, "vllm_url": str, "holdout": int,
     "eval_prompts": list, "skip_eval": bool, "holdout_loss": str, "eval_checkpoints": str, "surface": str,
-    "preprocess_processes": int,
+    "preprocess_processes": int, "config_set": list,
 }
-_OPTION = {"eval_prompts": "--eval-prompt"}  # where the option's name is not the field's
+_OPTION = {"eval_prompts": "--eval-prompt", "config_set": "--set"}  # where the option's name is not the field's
 _LOCAL_PATHS = ("model_path", "text_encoder_path")  # made absolute, as the CLI stores them
 
 
@@ -51,7 +51,7 @@ def create_run(studio: Studio, attempt: Attempt, body: dict[str, Any]) -> Done:
     attempt.run = name
     queue = flag(body, "queue")
     options = _options(studio, {k: v for k, v in body.items() if k not in ("run", "queue")})
-    request = check_request(name, options)  # every problem at once, before anything is written
+    request = check_request(name, _request_fields(options))  # every problem at once, before anything is written
     check_gpu_probe(request.backend, request.assume_gpu, request.nvidia_smi)
     name = name or default_run_name(request)
     attempt.run = name
@@ -92,6 +92,15 @@ def _options(studio: Studio, given: dict[str, Any]) -> dict[str, Any]:
                              fix="give the path of a cost surface YAML file (format in the README)")
         options["surface"] = str(surface)
     return options
+
+
+def _request_fields(options: dict[str, Any]) -> dict[str, Any]:
+    """The options as request fields: ``config_set``'s KEY=VALUE lines read as ``--set`` reads them."""
+    if "config_set" not in options:
+        return options
+    from ltx_pipeline.ltx.user_settings import parse_assignments
+
+    return {**options, "config_set": parse_assignments(options["config_set"])}
 
 
 def _typed(key: str, value: Any) -> Any:

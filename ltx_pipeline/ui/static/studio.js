@@ -71,6 +71,10 @@ function formBody(form) {
     }
     const raw = field.value.trim();
     if (raw === "") continue;  // not given: the CLI's default stands
+    if (field.dataset.kind === "lines") {  // one item per line (--set KEY=VALUE)
+      body[key] = raw.split("\n").map((line) => line.trim()).filter((line) => line !== "");
+      continue;
+    }
     const number = Number(raw);
     body[key] = field.dataset.kind === "str" || Number.isNaN(number) ? raw : number;  // the server judges it
   }
