@@ -63,7 +63,7 @@ def test_whether_autotune_can_run_is_the_choice_the_backend_and_the_probe(choice
 
 # --- off, end to end on the reference backend ----------------------------------------------------------
 
-@pytest.mark.slow  # a preprocessing and a 4-step CPU training of the toy model
+@pytest.mark.long  # a preprocessing and a 4-step CPU training of the toy model: 20 s on a busy 2-core box (2026-12-07)
 def test_autotune_off_trains_the_plans_baseline_as_is_with_no_trial(workspace, tmp_path, fake_smi, capsys) -> None:
     args = reference_args(workspace, mp4_clips(tmp_path / "data", n=2), fake_smi(H100_SMI), "--steps", "4",
                           "--rank", "4", "--autotune", "off")

@@ -185,7 +185,7 @@ def test_metadata_with_captions_missing_captions_only_those(workspace, tmp_path,
     assert tree_digest(tmp_path / "data") == before
 
 
-@pytest.mark.slow  # splits a 40-second video and trains on its scenes
+@pytest.mark.long  # splits a 40-second video and trains on its scenes: 21 s on a busy 2-core box (2026-12-07)
 @pytest.mark.usefixtures("training_registered")
 def test_one_long_video_of_5_scenes_is_split_into_5_clips_and_trained_on(workspace, tmp_path, fake_smi) -> None:
     video = scenes_video(tmp_path / "long.mp4")

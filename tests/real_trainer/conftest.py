@@ -114,11 +114,20 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 1500) ->
 
 def run_args(workspace: Path, trainer_env: TrainerEnvironment, trainer_root: Path, model: dict[str, Any],
              dataset: Path, *extra: str) -> list[str]:
-    """``run`` on the ltx backend with the tiny model, planned for an assumed H100, autotune off."""
+    """``run`` on the ltx backend with the tiny model, planned for an assumed H100, autotune off.
+
+    Validation samples take 3 denoising steps (``--set``), not the templates' 30: the suite checks that they are
+    made and decode, and the sampler's code path is the same; 30 steps made validation half of each training.
+    """
     return ["run", "--workspace", str(workspace), "--backend", "ltx", "--trainer-root", str(trainer_root),
             "--trainer-python", str(trainer_env.python), "--model-path", model["checkpoint"],
             "--text-encoder-path", model["text_encoder"], "--dataset", str(dataset), "--mode", "t2v",
-            "--buckets", "64x64x25", "--assume-gpu", H100, "--autotune", "off", *extra]
+            "--buckets", "64x64x25", "--assume-gpu", H100, "--autotune", "off",
+            "--set", "validation.inference_steps=3", *extra]
+
+
+#: For a run whose test reads no step-0 sample: the trainer's initial validation pass is skipped.
+NO_STEP_ZERO = ("--set", "validation.skip_initial_validation=true")
 
 
 @pytest.fixture

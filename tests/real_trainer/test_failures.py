@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 
 from ltx_pipeline.trainer_log import classify_failure
-from tests.real_trainer.conftest import THREADS, cli, run_args, write_clips
+from tests.real_trainer.conftest import NO_STEP_ZERO, THREADS, cli, run_args, write_clips
 from tests.real_trainer.environment import TrainerEnvironment
 
 pytestmark = pytest.mark.real_trainer
 
-_FAST = ("--steps", "2", "--checkpoint-interval", "2", "--validation-interval", "2", "--skip-eval", "--approve")
+_FAST = ("--steps", "2", "--checkpoint-interval", "2", "--validation-interval", "2", "--skip-eval", "--approve",
+         *NO_STEP_ZERO)
 
 
 def test_a_silent_clip_and_a_short_clip_are_named_and_the_real_trainer_trains_on_the_rest(

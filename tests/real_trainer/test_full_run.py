@@ -19,7 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.real_trainer.conftest import cli, run_args, write_clips
+from tests.real_trainer.conftest import NO_STEP_ZERO, cli, run_args, write_clips
 from tests.real_trainer.environment import TrainerEnvironment
 from tests.real_trainer.export_checks import check_export_loads
 
@@ -96,7 +96,7 @@ def test_a_folder_of_clips_detached_killed_after_a_checkpoint_resumes_with_the_t
     workspace = tmp_path / "ws"
     done = cli(*run_args(workspace, trainer_env, trainer_root, tiny_model, clips, "--run", "r2", "--steps", "16",
                          "--checkpoint-interval", "4", "--validation-interval", "16", "--captioner", "offline",
-                         "--skip-eval", "--approve", "--detach"))
+                         "--skip-eval", "--approve", "--detach", *NO_STEP_ZERO))
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     run = workspace / "r2"
     staged = json.loads((run / "dataset" / "dataset.json").read_text())

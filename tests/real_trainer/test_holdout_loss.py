@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.hold_hook import HOLD_HOLDOUT_RESULTS
-from tests.real_trainer.conftest import THREADS, cli, run_args, write_clips
+from tests.real_trainer.conftest import NO_STEP_ZERO, THREADS, cli, run_args, write_clips
 from tests.real_trainer.environment import TrainerEnvironment
 
 pytestmark = pytest.mark.real_trainer
@@ -65,7 +65,7 @@ def test_holdout_loss_per_checkpoint_is_measured_deterministically_on_rows_never
     workspace = tmp_path / "ws"
     args = run_args(workspace, trainer_env, trainer_root, tiny_model, dataset, "--run", "r1", "--approve",
                     "--skip-eval", "--holdout", "1", "--steps", "4", "--checkpoint-interval", "2",
-                    "--validation-interval", "100", "--captioner", "offline")
+                    "--validation-interval", "100", "--captioner", "offline", *NO_STEP_ZERO)
     _run_killed_mid_measurement(args, tmp_path)
     run = workspace / "r1"
     killed = json.loads((run / "holdout" / "results.json").read_text())["checkpoints"]

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from ltx_pipeline.backends.ltx import LtxBackend
-from tests.real_trainer.conftest import THREADS, cli, run_args, write_clips
+from tests.real_trainer.conftest import NO_STEP_ZERO, THREADS, cli, run_args, write_clips
 from tests.real_trainer.environment import TrainerEnvironment
 
 pytestmark = pytest.mark.real_trainer
@@ -78,7 +78,7 @@ def test_runs_over_one_dataset_encode_each_clip_and_caption_once(trainer_env: Tr
     dataset = write_clips(tmp_path / "data", 4)
     workspace = tmp_path / "ws"
     args = run_args(workspace, trainer_env, trainer_root, tiny_model, dataset, "--skip-eval", "--approve",
-                    "--validation-interval", "100")
+                    "--validation-interval", "100", *NO_STEP_ZERO)
     backend = LtxBackend(trainer_root, python=trainer_env.python)
     fresh_first = _fresh(backend, dataset, tmp_path / "fresh-a", tiny_model)
 

@@ -20,7 +20,7 @@ import yaml
 
 from ltx_pipeline.ltx.modes import MODES
 from ltx_pipeline.ltx.sample_datasets import write_mode_dataset
-from tests.real_trainer.conftest import cli, run_args
+from tests.real_trainer.conftest import NO_STEP_ZERO, cli, run_args
 from tests.real_trainer.environment import TrainerEnvironment
 
 pytestmark = pytest.mark.real_trainer
@@ -55,7 +55,8 @@ def test_every_mode_trains_with_validation_conditions_from_the_dataset(
     dataset = write_mode_dataset(tmp_path / "data", mode, count=3)
     workspace = tmp_path / "ws"
     args = run_args(workspace, trainer_env, trainer_root, tiny_model, dataset, "--run", "r", "--steps", "4",
-                    "--checkpoint-interval", "4", "--validation-interval", "4", "--skip-eval", "--approve")
+                    "--checkpoint-interval", "4", "--validation-interval", "4", "--skip-eval", "--approve",
+                    *NO_STEP_ZERO)
     args[args.index("--mode") + 1] = mode
     done = cli(*args)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
