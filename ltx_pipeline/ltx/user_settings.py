@@ -21,30 +21,30 @@ __all__ = ["OWNED", "REASON", "checked_settings", "parse_assignments", "setting_
 
 REASON = "your --set"
 
-#: Keys (or whole sections, ending in ".") the run sets itself, and where a user changes them instead.
+#: Keys (or whole sections, ending in ".") the run sets itself, and the fix that says how a user changes them.
+_AUTOTUNE = "autotune picks it from measured trials; with --autotune off the plan's tier sets it"
 OWNED: dict[str, str] = {
-    "model.": "the run's model and mode (--model-path, --text-encoder-path, --training-mode; resume and stages "
-              "set load_checkpoint)",
-    "data.preprocessed_data_root": "the run's own preprocessed data (--dataset)",
-    "output_dir": "the run's folder",
-    "optimization.steps": "--steps",
-    "optimization.learning_rate": "--learning-rate",
-    "optimization.batch_size": "--effective-batch (autotune picks the per-GPU batch)",
-    "optimization.gradient_accumulation_steps": "--effective-batch (autotune picks the accumulation)",
-    "optimization.optimizer_type": "autotune (or the plan's tier with --autotune off)",
-    "optimization.enable_gradient_checkpointing": "autotune (or the plan's tier with --autotune off)",
-    "acceleration.quantization": "autotune (or the plan's tier with --autotune off)",
-    "lora.rank": "--rank",
-    "lora.alpha": "--rank (alpha = rank)",
-    "checkpoints.interval": "--checkpoint-interval",
-    "checkpoints.keep_last_n": "the plan (it keeps the final weights)",
-    "checkpoints.no_resume": "resume and chained stages",
-    "checkpoints.save_training_state": "the plan (a resume keeps the optimizer and schedule)",
-    "validation.interval": "--validation-interval (or --validation-media none)",
-    "validation.samples": "the plan's validation samples from your data (--validation-media)",
-    "validation.prompts": "the plan's validation samples from your data (--validation-media)",
-    "hub.": "--push-to-hub",
-    "wandb.": "the probe (W&B credentials in the environment)",
+    "model.": "give --model-path, --text-encoder-path or --training-mode (resume and stages set load_checkpoint)",
+    "data.preprocessed_data_root": "give --dataset: the run preprocesses it into its own folder",
+    "output_dir": "leave it: outputs go into the run's folder",
+    "optimization.steps": "use --steps",
+    "optimization.learning_rate": "use --learning-rate",
+    "optimization.batch_size": "use --effective-batch (autotune picks the per-GPU batch)",
+    "optimization.gradient_accumulation_steps": "use --effective-batch (autotune picks the accumulation)",
+    "optimization.optimizer_type": _AUTOTUNE,
+    "optimization.enable_gradient_checkpointing": _AUTOTUNE,
+    "acceleration.quantization": _AUTOTUNE,
+    "lora.rank": "use --rank",
+    "lora.alpha": "use --rank (alpha = rank)",
+    "checkpoints.interval": "use --checkpoint-interval",
+    "checkpoints.keep_last_n": "leave it: the plan keeps the final weights",
+    "checkpoints.no_resume": "leave it: resume and chained stages set it",
+    "checkpoints.save_training_state": "leave it: the plan keeps the optimizer and schedule for a resume",
+    "validation.interval": "use --validation-interval (or --validation-media none)",
+    "validation.samples": "use --validation-media: the plan takes the samples from your data",
+    "validation.prompts": "use --validation-media: the plan takes the samples from your data",
+    "hub.": "use --push-to-hub",
+    "wandb.": "set W&B credentials in the environment: the probe turns it on",
 }
 
 
@@ -90,7 +90,7 @@ def checked_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in settings.items():
         owner = _owner(key)
         if owner is not None:
-            raise BadInput(f"{key} is set by the run itself", where="--set", fix=f"change it with {owner}")
+            raise BadInput(f"{key} is set by the run itself", where="--set", fix=owner)
         try:
             check_setting(key, value)
         except SettingProblem as problem:

@@ -56,6 +56,5 @@ def test_a_run_owned_key_is_refused_before_anything_is_written(workspace: Path, 
     dataset = clips(tmp_path / "data", n=1)
     assert main(simulated_args(workspace, dataset, "--set", "optimization.learning_rate=1e-3")) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
-    assert line == ("error: optimization.learning_rate is set by the run itself (--set). Fix: change it with "
-                    "--learning-rate.")
+    assert line == "error: optimization.learning_rate is set by the run itself (--set). Fix: use --learning-rate."
     assert not (workspace / "r1").exists() and not (workspace / "ltx-pipeline.db").exists()

@@ -294,7 +294,7 @@ def test_new_run_input_is_refused_with_the_clis_own_line(gated) -> None:
                         ({**bad, "mode": "t2v", "steps": "many"}, "steps must be int"),
                         ({**bad, "mode": "t2v", "run": "r1"}, "Run r1 already exists"),
                         ({**bad, "mode": "t2v", "config_set": ["optimization.steps=3"]},
-                         "optimization.steps is set by the run itself (--set). Fix: change it with --steps."),
+                         "optimization.steps is set by the run itself (--set). Fix: use --steps."),
                         ({**bad, "mode": "t2v", "config_set": "seed=3"}, "config_set must be a list of text")]:
         answer = web.post("/api/studio/runs", body)
         assert answer.status_code == 400 and answer.json()["error"].startswith(error), body  # type: ignore[attr-defined]
