@@ -70,7 +70,7 @@ class TrainingFollower:
     """Follows one trainer process of one stage through its journal handle."""
 
     def __init__(self, journal: RunJournal, handle: ProcessHandle, *, stage: int, stages: int, output_dir: Path,
-                 offset: int | None = None, validation_interval: int | None = None,
+                 offset: int | None = None, total_steps: int | None = None, validation_interval: int | None = None,
                  checkpoint_interval: int | None = None, on_progress: Callable[[Snapshot], None] | None = None,
                  warn: Callable[[str], None] | None = None, poll_s: float = 0.5, max_poll_s: float = 1.5,
                  alive_every_s: float = 2.0, stall_s: float | None = None) -> None:
@@ -78,7 +78,9 @@ class TrainingFollower:
         self.stage, self.stages, self.output_dir = stage, stages, output_dir
         self.reader = LogFollower(handle.log_path, handle.log_offset if offset is None else offset)
         self.parser = LogParser()
-        self.progress = TrainingProgress(validation_interval=validation_interval,
+        # The config's steps until the log says its own total: a trainer that logs no step line (a run shorter
+        # than its logging interval) still ends on a full bar, never "0/?".
+        self.progress = TrainingProgress(total_steps, validation_interval=validation_interval,
                                          checkpoint_interval=checkpoint_interval)
         self.on_progress, self.warn = on_progress, warn
         self.poll_s, self.max_poll_s, self.alive_every_s = poll_s, max(poll_s, max_poll_s), alive_every_s

@@ -49,7 +49,7 @@ def supervise(stage: TrainingStage) -> TrainedStage | PendingStage:
         return pending(stage, handle)
     config = stage.view()
     follower = TrainingFollower(journal, handle, stage=stage.index, stages=stage.total, output_dir=stage.output_dir,
-                                validation_interval=config.validation.interval,
+                                total_steps=config.optimization.steps, validation_interval=config.validation.interval,
                                 checkpoint_interval=config.checkpoints.interval,
                                 on_progress=ctx.reporter.on_progress if ctx.reporter.shows_progress else None,
                                 warn=ctx.warn)
