@@ -149,9 +149,21 @@ def _batches(config: Mapping[str, Any], num_processes: int, dataset_samples: int
                                 f"The dataset has {dataset_samples} sample(s), fewer than optimization.batch_size "
                                 f"{batch} x {num_processes} process(es): with drop_last every epoch has zero "
                                 "batches", "optimization.batch_size",
-                                f"lower optimization.batch_size to {max(1, dataset_samples // max(1, num_processes))}"
-                                ", use fewer processes, or add clips"))
+                                _zero_batches_fix(dataset_samples, batch, max(1, num_processes))))
     return checks
+
+
+def _zero_batches_fix(samples: int, batch: int, processes: int) -> str:
+    """Only fixes that give every process a batch as written: a smaller batch, fewer processes, or both, and
+    more clips (a batch of 1 on every GPU cannot be lowered further)."""
+    fixes = []
+    if samples >= processes and samples // processes < batch:
+        fixes.append(f"lower optimization.batch_size to {samples // processes}")
+    if processes > 1 and samples >= batch:
+        fixes.append(f"train on fewer GPUs: `--processes {samples // batch}` (run.yaml processes)")
+    if samples < processes and samples < batch:
+        fixes.append(f"lower optimization.batch_size to 1 and train on {samples} GPU(s): `--processes {samples}`")
+    return ", or ".join([*fixes, f"add clips (at least {batch * processes} samples)"])
 
 
 def _checkpoints(config: Mapping[str, Any]) -> list[Check]:

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ltx_pipeline.ltx.buckets import Bucket
 from ltx_pipeline.ltx.data_check import Check
@@ -119,6 +121,27 @@ def test_dataset_smaller_than_batch_times_processes_gives_zero_batches() -> None
     check = only(run(data, dataset_samples=3, num_processes=2), "zero-batches")
     assert check.severity == "error" and "3 sample(s)" in check.message and "2 x 2" in check.message
     assert run(data, dataset_samples=4, num_processes=2) == []
+
+
+@given(samples=st.integers(1, 64), batch=st.integers(1, 16), processes=st.integers(1, 8))
+def test_every_zero_batches_fix_changes_something_and_would_give_a_batch(samples: int, batch: int,
+                                                                         processes: int) -> None:
+    """Never "lower optimization.batch_size to 1" when it is 1 (#43: a fix must work as written)."""
+    import re
+
+    checks = run(config(optimization__batch_size=batch), dataset_samples=samples, num_processes=processes)
+    if samples >= batch * processes:
+        assert not [c for c in checks if c.code == "zero-batches"]
+        return
+    fix = only(checks, "zero-batches").fix or ""
+    assert fix.endswith(f"add clips (at least {batch * processes} samples)")
+    for option in fix.split(", or ")[:-1]:  # each fix as written gives every process a whole batch
+        lowered = re.search(r"optimization\.batch_size to (\d+)", option)
+        fewer = re.search(r"--processes (\d+)", option)
+        new_batch = int(lowered.group(1)) if lowered else batch
+        new_processes = int(fewer.group(1)) if fewer else processes
+        assert (new_batch, new_processes) != (batch, processes), option
+        assert new_batch >= 1 and new_processes >= 1 and new_batch * new_processes <= samples, option
 
 
 def test_non_positive_counts_are_errors() -> None:
