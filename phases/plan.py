@@ -28,7 +28,13 @@ from ltx_pipeline.ltx.launch_plan import LaunchShape, launch_shape
 from ltx_pipeline.ltx.metadata import read_metadata_rows
 from ltx_pipeline.ltx.modes import Mode, get_mode
 from ltx_pipeline.ltx.plan_provenance import with_provenance
-from ltx_pipeline.ltx.preparation import PreparationPlan, plan_preparation, smallest_bucket_frames, videos_to_scan
+from ltx_pipeline.ltx.preparation import (
+    PreparationPlan,
+    plan_preparation,
+    samples_to_train,
+    smallest_bucket_frames,
+    videos_to_scan,
+)
 from ltx_pipeline.ltx.recipe import Recipe, build_recipe
 from ltx_pipeline.ltx.tiers import Tier
 from ltx_pipeline.ltx.validation_sources import ValidationSources, choose_sources
@@ -91,6 +97,10 @@ class PlanPhase:
             dataset=dataset, facts=facts, mode=mode, captioner=ctx.request.captioner, holdout=ctx.request.holdout,
             holdout_file=ctx.request.holdout_file, scans=find_cuts(ctx, videos_to_scan(dataset, facts)),
             min_frames=smallest_bucket_frames(recipe), detector=DETECTOR.words)
+        samples = samples_to_train(dataset, preparation, holdout=ctx.request.holdout,
+                                   holdout_file=ctx.request.holdout_file)
+        if samples is not None and samples < launch.processes:  # fewer samples than GPUs: planned again, capped
+            recipe, launch = _recipe(ctx, probe, mode, samples=samples)
         warnings = list(recipe.warnings) + ([] if preparation.split_videos else _clip_warnings(probe, recipe))
         for warning in warnings:
             ctx.warn(warning)
@@ -146,15 +156,17 @@ _LATER_FIELDS: tuple[tuple[str, Any], ...] = (("slurm", False), ("slurm_args", [
 _REAL_TRAINER_ONLY = ("uv", "LTX checkpoint", "Gemma text encoder", "LTX-2 trainer checkout")
 
 
-def _recipe(ctx: LtxContext, probe: ProbeOutputs, mode: Mode) -> tuple[Recipe, LaunchShape]:
+def _recipe(ctx: LtxContext, probe: ProbeOutputs, mode: Mode,
+            samples: int | None = None) -> tuple[Recipe, LaunchShape]:
     """The recipe rules (``ltx.recipe``) applied to the request and the probe, and the launch they plan for.
 
-    The launch is computed here, once: validate and training read it from the plan's outputs.
+    The launch is computed here (again with ``samples`` when the dataset gives fewer samples than GPUs):
+    validate and training read it from the plan's outputs.
     """
     request = ctx.request
     tier = Tier(probe.tier.key, probe.tier.name, probe.tier.base)
     launch = launch_shape(backend=request.backend, gpu_count=probe.gpu_count, requested=request.processes,
-                          training_mode=request.training_mode, nodes=request.nodes)
+                          training_mode=request.training_mode, nodes=request.nodes, samples=samples)
     gpu_names = tuple(g.name for g in probe.gpus.gpus)
     recipe = build_recipe(mode=mode, tier=tier, gpu_count=probe.gpu_count, launch=launch, gpu_names=gpu_names,
                           training_mode=request.training_mode, strategy=request.strategy,

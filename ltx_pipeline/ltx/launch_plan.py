@@ -56,7 +56,7 @@ class LaunchShape:
 
 
 def launch_shape(*, backend: str, gpu_count: int, requested: int | None, training_mode: str,
-                 nodes: int = 1) -> LaunchShape:
+                 nodes: int = 1, samples: int | None = None) -> LaunchShape:
     """The process count and strategy for a run.
 
     Args:
@@ -65,6 +65,8 @@ def launch_shape(*, backend: str, gpu_count: int, requested: int | None, trainin
         requested: ``--processes`` when given (per node).
         training_mode: ``lora`` or ``full``.
         nodes: machines (``--nodes``), each running the same number of processes.
+        samples: the samples the plan counted to train on, when it could: one process per GPU stops there, since
+            a process with no sample has no batch (with ``drop_last`` every epoch would be empty).
     """
     if requested:
         processes, reason = requested, f"{requested} process(es) as requested (--processes)"
@@ -76,6 +78,10 @@ def launch_shape(*, backend: str, gpu_count: int, requested: int | None, trainin
     else:
         processes = max(1, gpu_count)
         reason = f"one process per GPU ({processes})"
+        if samples is not None and nodes == 1 and 0 < samples < processes:
+            processes = samples
+            reason = (f"{processes} process(es): one per GPU, but the dataset gives {samples} sample(s) to train on "
+                      f"and a process with no sample has no batch ({gpu_count - samples} GPU(s) left idle)")
     if nodes > 1:
         reason += f", on each of {nodes} nodes" + ("" if requested or backend == "reference"
                                                    else " (assumed alike: this machine's GPUs)")

@@ -26,8 +26,8 @@ from ltx_pipeline.ltx.modes import Mode
 from ltx_pipeline.ltx.recipe import Recipe
 
 __all__ = ["DEFAULT_VLLM_URL", "HOLDOUT_SEED", "CaptionerName", "PreparationPlan", "choose_holdout",
-           "default_captioner", "holdout_count", "needs_captions", "plan_preparation", "smallest_bucket_frames",
-           "videos_to_scan"]
+           "default_captioner", "holdout_count", "needs_captions", "plan_preparation", "samples_to_train",
+           "smallest_bucket_frames", "videos_to_scan"]
 
 HOLDOUT_SEED = 42
 CaptionerName = Literal["offline", "qwen_omni", "gemini_flash"]
@@ -182,6 +182,26 @@ def plan_preparation(*, dataset: dict[str, Any], facts: dict[str, dict[str, Any]
                          f"{min_frames} frames (the smallest bucket)", where=str(dataset["path"]),
                          fix="use a bucket with fewer frames (--buckets), or longer clips")
     return replace(plan, holdout=_holdout_words(clips + plan.scene_clips, holdout, holdout_file))
+
+
+def samples_to_train(dataset: dict[str, Any], preparation: PreparationPlan, *, holdout: int | None,
+                     holdout_file: str | None) -> int | None:
+    """The samples the plan can count before preparing: the rows (or prepared clips and scenes, or the
+    precomputed latents) less the held-out ones; None where it cannot count them. The data check still counts
+    what preprocessing kept (a clip can be dropped there), and validate refuses a launch with too few."""
+    if preparation.needed:
+        samples = preparation.clips + preparation.scene_clips
+    elif dataset["kind"] == "metadata":
+        samples = int((dataset.get("metadata") or {}).get("rows") or 0)
+    elif dataset["kind"] == "precomputed":
+        samples = int(((dataset.get("precomputed") or {}).get("subfolders") or {}).get("latents") or 0)
+    else:
+        return None
+    if samples <= 0:
+        return None
+    if holdout_file or (holdout is not None and holdout >= samples):
+        return samples  # held out in a file of its own / refused with its own message
+    return samples - holdout_count(samples, holdout)
 
 
 def holdout_count(samples: int, requested: int | None) -> int:

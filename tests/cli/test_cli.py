@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ltx_pipeline.cli import main
-from tests.conftest import A6000_X2_SMI, H100_SMI, H100_X4_SMI, RTX4090_SMI, RTX5090_SMI
+from tests.conftest import A6000_X2_SMI, H100_SMI, H100_X4_SMI, RTX4090_SMI, RTX5090_SMI, make_tree, mp4_bytes
 
 
 @pytest.fixture
@@ -107,8 +107,11 @@ def test_plan_follows_the_tier(cli, workspace, clips_dataset, fake_smi, ltx_prer
         assert knob in plan
 
 
-def test_multi_gpu_keeps_the_effective_batch(cli, workspace, clips_dataset, fake_smi, ltx_prereqs) -> None:
-    start(cli, workspace, clips_dataset, fake_smi(H100_X4_SMI), ltx_prereqs, "--effective-batch", "8")
+def test_multi_gpu_keeps_the_effective_batch(cli, workspace, tmp_path, fake_smi, ltx_prereqs) -> None:
+    rows = [{"caption": f"a red fox, clip {i}", "video": f"videos/clip{i}.mp4"} for i in range(4)]  # a sample a GPU
+    dataset = make_tree(tmp_path / "four", {"dataset.json": json.dumps(rows),
+                                            **{f"videos/clip{i}.mp4": mp4_bytes() for i in range(4)}})
+    start(cli, workspace, dataset / "dataset.json", fake_smi(H100_X4_SMI), ltx_prereqs, "--effective-batch", "8")
     plan = (workspace / "r1" / "plan.md").read_text()
     assert "| gradient_accumulation_steps | 2 |" in plan and "| effective batch (all GPUs) | 8 |" in plan
     assert "accelerate launch, 4 processes, DDP" in plan

@@ -89,7 +89,8 @@ def test_missing_required_column_for_the_mode_is_refused_before_the_run_exists(r
 
 
 def test_zero_batches_across_gpus_is_refused_by_validate(run_cli, workspace, clips_dataset) -> None:
-    code, _, err = run_cli(clips_dataset, "--effective-batch", "4", smi=H100_X4_SMI)  # 3 clips, 4 GPUs
+    # 3 clips, 4 GPUs, 4 processes asked for (left to itself, the plan launches 3: tests/phases/test_few_samples_*)
+    code, _, err = run_cli(clips_dataset, "--effective-batch", "4", "--processes", "4", smi=H100_X4_SMI)
     assert code == 2 and "validate.md" in err
     assert "zero" in (workspace / "r1" / "validate.md").read_text().lower()
 
