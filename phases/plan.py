@@ -99,7 +99,7 @@ class PlanPhase:
             min_frames=smallest_bucket_frames(recipe), detector=DETECTOR.words)
         samples = samples_to_train(dataset, preparation, holdout=ctx.request.holdout,
                                    holdout_file=ctx.request.holdout_file)
-        if samples is not None and samples < launch.processes:  # fewer samples than GPUs: planned again, capped
+        if samples is not None and ctx.request.processes is None and samples < launch.processes:  # planned again
             recipe, launch = _recipe(ctx, probe, mode, samples=samples)
         warnings = list(recipe.warnings) + ([] if preparation.split_videos else _clip_warnings(probe, recipe))
         for warning in warnings:

@@ -9,6 +9,7 @@ training time stays unknown until a step has been measured.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ltx_pipeline.backends.base import DEFAULT_MAIN_PORT
@@ -166,11 +167,8 @@ def _config_table(recipe: Recipe, request: RunRequest) -> list[str]:
 
 
 def _yaml_value(value: object) -> str:
-    """A --set value as the trainer config will hold it (flow YAML: null, true, [1, 2])."""
-    import json
-
-    return "null" if value is None else str(value).lower() if isinstance(value, bool) else json.dumps(value) \
-        if isinstance(value, (list, dict)) else str(value)
+    """A --set value as the trainer config will hold it: text as written, the rest as flow YAML (null, true, [1, 2])."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _steps_words(recipe: Recipe) -> str:
