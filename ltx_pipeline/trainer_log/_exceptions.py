@@ -118,10 +118,12 @@ _TYPES: dict[str, tuple[str, str]] = {
     "MemoryError": ("host_oom", _HOST_ADVICE),
 }
 # Message shapes of the standard library's, torch's and the Hugging Face libraries' errors, whatever the type.
+# A module without the attribute the code asks for is a library of another version; the interpreter quotes the
+# module's name, the Hugging Face libraries' lazy modules (transformers, diffusers) do not.
 _SHAPES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"DefaultCPUAllocator|paging file is too small|\[WinError 1455\]|std::bad_alloc|"
                 r"Cannot allocate memory"), "host_oom", _HOST_ADVICE),
-    (re.compile(r"^module '[\w.]+' has no attribute|partially initialized module|got an unexpected keyword "
+    (re.compile(r"^module '?[\w.]+'? has no attribute|partially initialized module|got an unexpected keyword "
                 r"argument|requires the [\w\s-]+ librar(?:y|ies) but (?:it was|they were) not found|"
                 r"(?i:please install|pip install|is not installed|requires? [\w.-]+\s*[<>=]=?\s*\d|compiled without|"
                 r"not compiled with|DLL load failed|error loading \S+\.dll|\[WinError 12[67]\]|"
