@@ -22,7 +22,9 @@ from typing import Any
 
 from ltx_pipeline.autotune._measured import SOURCE_WORDS, assumed_fit, memory_of, num, outcome_words
 from ltx_pipeline.autotune._plot import plot_png
+from ltx_pipeline.autotune.side_by_side import render as render_side_by_side
 from ltx_pipeline.ltx.autotune import format_knobs
+from ltx_pipeline.outputs.autotune import SideBySide
 from ltx_pipeline.reports.memory_figures import NOT_MEASURED, format_gb
 from ltx_pipeline.workspace import atomic_write
 
@@ -129,6 +131,8 @@ def render_markdown(outputs: dict[str, Any], *, failure: str | None = None) -> s
         out.write("\nSuperseded (failed before a fix, run again with it; their Optuna trials stay in the study as "
                   "failed and are not replayed):\n\n")
         out.write("".join(f"- Optuna trial {s['number']}: {s['reason']}\n" for s in outputs["superseded"]))
+    if outputs.get("side_by_side"):
+        out.write(render_side_by_side(SideBySide.model_validate(outputs["side_by_side"])))
     if failure:
         out.write(f"\n## The baseline failed: the sweep stopped\n\n{failure}\n")
     elif outputs.get("winner") is not None:

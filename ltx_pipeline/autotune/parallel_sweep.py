@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ltx_pipeline.autotune import study as studies
+from ltx_pipeline.autotune.side_by_side import read_spans, summarise, summary_line
 from ltx_pipeline.autotune.speculation import SpeculativeSchedule, config_key
 from ltx_pipeline.ltx.autotune import format_knobs
+from ltx_pipeline.outputs.autotune import SideBySide
 
 __all__ = ["ParallelTrials", "SETTLED_WHILE_RUNNING"]
 
@@ -43,7 +45,7 @@ class ParallelTrials:
     def __init__(self, sweep: Any, study: Any, dists: dict[str, Any], prior: Any,
                  slots: list[tuple[int, ...]]) -> None:
         self.sweep, self.study, self.dists, self.prior = sweep, study, dists, prior
-        self.free = list(slots)
+        self.slots, self.free = list(slots), list(slots)
         self.schedule = SpeculativeSchedule(sweep.planner, len(slots))
         self.flights: dict[tuple[Any, ...], _Flight] = {}
         self.ended: queue.Queue[tuple[dict[str, Any], Any, BaseException | None]] = queue.Queue()
@@ -51,7 +53,8 @@ class ParallelTrials:
         self.pending: dict[tuple[Any, ...], tuple[_Flight, dict[str, Any]]] = {}
         self.next_number = 1 + max((h.stage for h in sweep.ctx.journal.processes("trial")), default=0)
 
-    def run(self) -> None:
+    def run(self) -> SideBySide | None:
+        """Every trial the sweep still needs, to the last; then how they shared the GPUs (from the study)."""
         ctx = self.sweep.ctx
         ctx.narrate(f"Autotune runs up to {len(self.free)} trials at once, each on its own GPU(s) "
                     f"({', '.join(str(list(s)) for s in self.free)}); results are committed in the order the "
@@ -61,7 +64,10 @@ class ParallelTrials:
                 for knobs in self.schedule.starts():
                     self._start(knobs)
                 if not self.flights:
-                    return
+                    side = summarise(read_spans(self.study, SETTLED_WHILE_RUNNING), self.slots)
+                    if side is not None:
+                        ctx.narrate(summary_line(side))
+                    return side
                 knobs, done, error = self.ended.get()
                 if error is not None and config_key(knobs) not in self.schedule.stopped:
                     raise error

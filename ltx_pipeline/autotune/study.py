@@ -163,7 +163,9 @@ def superseded(study: Study) -> dict[int, str]:
 
 def supersede(study: Study, numbers: dict[int, str]) -> None:
     """Record finished trials as obsolete: a finished Optuna trial cannot be changed, so the study
-    keeps the list (a study attribute, committed with the storage like any trial)."""
+    keeps the list (a study attribute, committed with the storage like any trial). None given: nothing written."""
+    if not numbers:
+        return
     merged = {str(k): v for k, v in superseded(study).items()} | {str(k): v for k, v in numbers.items()}
     study.set_user_attr("superseded", merged)
 

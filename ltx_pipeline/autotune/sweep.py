@@ -2,10 +2,9 @@
 
 ``Sweep`` picks each config with ``ltx.autotune.SweepPlanner`` (memory is monotone along every knob), runs it with
 ``TrialRunner``, records every trial and pruned config in the run's Optuna study, from which an interrupted sweep
-resumes without re-running finished trials, and an earlier run's finished sweep may settle it (``prior``). On a
-shared store the same ``Sweep`` is driven by ``SharedSweep`` (``shared_sweep``), through the public methods named in
-the class. The autotune phase builds it, runs it and stores what ``run`` returns (``AutotuneOutputs``); nothing here
-reaches into the phase.
+resumes without re-running finished trials, and an earlier run's finished sweep may settle it (``prior``). A shared
+store's ``SharedSweep`` and this host's ``ParallelTrials`` drive the same ``Sweep`` through its public methods. The
+autotune phase runs it and stores what ``run`` returns (``AutotuneOutputs``); nothing here reaches into the phase.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.ltx.launch_checks import launch_checks
 from ltx_pipeline.ltx.recipe import Recipe
-from ltx_pipeline.outputs.autotune import AutotuneOutputs
+from ltx_pipeline.outputs.autotune import AutotuneOutputs, SideBySide
 from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
 from ltx_pipeline.outputs.probe import ProbeOutputs
@@ -76,6 +75,7 @@ class Sweep:
         self.failure: dict[str, Any] | None = None
         self.superseded: list[dict[str, Any]] = []  # trials --apply-fix made obsolete, run again
         self.prior: dict[str, Any] | None = None  # what an earlier run's study told this sweep, and why
+        self.side_by_side: SideBySide | None = None  # how trials shared the GPUs, when several ran at once
 
     @property
     def effective_batch(self) -> int:
@@ -110,7 +110,8 @@ class Sweep:
                                width=len(self.planner.remaining()))
             self.keep_trial_gpus(count * GPUS_PER_TRIAL)
             if count > 1:  # several trials at once, each on its own GPUs (autotune.parallel_sweep)
-                ParallelTrials(self, study, dists, prior, assign_slots(self.gpu_indices, count)).run()
+                slots = assign_slots(self.gpu_indices, count)
+                self.side_by_side = ParallelTrials(self, study, dists, prior, slots).run()
             else:
                 self._local_trials(study, dists, prior)
         studies.record_pruned(study, self.planner.pruned, dists)
@@ -239,10 +240,9 @@ class Sweep:
                 ctx.narrate(f"Trial {frozen.user_attrs.get('trial_number')} ({format_knobs(result.knobs)}) failed "
                             "before and nothing it depends on changed (stage config, /dev/shm, GPU memory): its "
                             "failure is read back, not run again.")
-        if obsolete:
-            studies.supersede(study, obsolete)
-            for number, why in sorted(obsolete.items()):
-                ctx.narrate(f"Optuna trial {number} superseded: {why}.")
+        studies.supersede(study, obsolete)
+        for number, why in sorted(obsolete.items()):
+            ctx.narrate(f"Optuna trial {number} superseded: {why}.")
 
     def _apply_trial_fixes(self, study: Any) -> None:
         """``resume --apply-fix``: patch the proposed config fix of each failed trial whose cause the
@@ -311,7 +311,7 @@ class Sweep:
             "baseline": self.baseline, "trials": self.trials,
             "pruned": [{"knobs": p.knobs, "reason": p.reason} for p in self.planner.pruned],
             "winner": winner, "deltas": change, "objective": self.planner.objective(best) if best else None,
-            "patches": [], "superseded": self.superseded, "prior": self.prior,
+            "patches": [], "superseded": self.superseded, "prior": self.prior, "side_by_side": self.side_by_side,
             # What the memory model expects the training to peak at: verified by monitor against the trainer.
             # None when trials were judged on step time alone: their memory figures order configs, not GB.
             "predicted_peak_gb": (self.planner.predicted_peak(winner)

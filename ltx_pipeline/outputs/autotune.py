@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from ltx_pipeline.engine.outputs import PhaseOutputs
 from ltx_pipeline.outputs.validate import PatchRecordOutputs
 
-__all__ = ["AutotuneOutputs", "Knobs", "PriorUse", "PrunedConfig", "SupersededTrial", "TrialRecord"]
+__all__ = ["AutotuneOutputs", "Knobs", "PriorUse", "PrunedConfig", "SideBySide", "SideBySideTrial", "SupersededTrial",
+           "TrialRecord"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -67,6 +68,32 @@ class SupersededTrial(BaseModel):
     reason: str
 
 
+class SideBySideTrial(BaseModel):
+    """One trial of a sweep with several slots: its GPUs and its span, in seconds after the first start."""
+
+    model_config = _FROZEN
+
+    number: int
+    gpus: list[int]
+    start_s: float
+    end_s: float
+    settled: bool  # stopped as settled by other results: GPU time spent on no result
+
+
+class SideBySide(BaseModel):
+    """How the trials of a sweep with several slots shared the GPUs (``autotune.side_by_side``)."""
+
+    model_config = _FROZEN
+
+    slots: list[list[int]]
+    trials: list[SideBySideTrial]
+    most_at_once: int
+    shared: list[list[int]]  # [trial, trial, GPU] per pair that overlapped on a GPU (none expected)
+    wall_seconds: float
+    gpu_seconds: float
+    settled_gpu_seconds: float
+
+
 class PriorUse(BaseModel):
     """What an earlier run's finished sweep told this one, and why."""
 
@@ -104,6 +131,7 @@ class AutotuneOutputs(PhaseOutputs):
     superseded: list[SupersededTrial] = []
     prior: PriorUse | None = None
     predicted_peak_gb: float | None = None  # what the memory model expects the training to peak at
+    side_by_side: SideBySide | None = None  # trials run several at once (--autotune-parallel), else None
 
     @model_validator(mode="after")
     def _one_effective_batch(self) -> AutotuneOutputs:
@@ -130,4 +158,6 @@ class AutotuneOutputs(PhaseOutputs):
                           for t in data["trials"]]
         if self.prior is not None and self.prior.results is None:
             data["prior"].pop("results")
+        if self.side_by_side is None:  # a sequential sweep's row is the JSON it was before the field existed
+            data.pop("side_by_side")
         return data

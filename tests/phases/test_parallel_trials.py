@@ -1,9 +1,10 @@
 """#46: a reference-backend sweep with ``--autotune-parallel 2`` on 4 assumed GPUs.
 
 Trials overlap in time, no two overlapping trials share a GPU, each trial's GPUs are in its record, its
-Optuna trial and autotune.log, and the committed results are the ones the sequential sweep takes, in
-its order, to its winner (replayed through a fresh planner: the toy's step times are wall-clock, so
-two separate runs may time a close pair differently; the decision from the same results is the same).
+Optuna trial and autotune.log, autotune.md's "Trials side by side" gives the figures those times make, and
+the committed results are the ones the sequential sweep takes, in its order, to its winner (replayed through a
+fresh planner: the toy's step times are wall-clock, so two separate runs may time a close pair differently; the
+decision from the same results is the same).
 """
 
 from __future__ import annotations
@@ -44,3 +45,14 @@ def test_two_trials_at_once_on_their_own_gpus_commit_the_sequential_sweep(tmp_pa
                                    t["validation_peak_vram_gb"], t["seconds"], t["reason"] or ""))
     assert order == [t["number"] for t in out["trials"]]
     assert planner.winner() == out["winner"]
+    # autotune.md says how the trials shared the GPUs, from the times their Optuna trials keep.
+    side = out["side_by_side"]
+    first = min(t["start"] for t in timed)
+    assert [(t["number"], t["gpus"]) for t in side["trials"]] == \
+        [(t["number"], t["gpus"]) for t in sorted(timed, key=lambda t: (t["start"], t["number"]))]
+    wall = max(t["end"] for t in timed) - first
+    gpu_seconds = sum((t["end"] - t["start"]) * len(t["gpus"]) for t in timed)
+    report = (tmp_path / "ws" / "r" / "autotune.md").read_text()
+    assert "## Trials side by side" in report and f"Sweep wall time {wall:.1f} s" in report
+    assert f"{gpu_seconds:.1f} GPU-seconds" in report and "at most 2 ran at once" in report
+    assert "no two trials that overlapped in time shared a GPU" in report

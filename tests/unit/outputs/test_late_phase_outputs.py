@@ -70,6 +70,19 @@ def test_fresh_autotune_outputs_store_the_effective_batch_over_every_process() -
         AutotuneOutputs.from_stored({**data, "effective_batch": 4}, AutotuneOutputs.SCHEMA_VERSION)
 
 
+def test_a_sweep_with_trials_side_by_side_stores_their_spans_and_reads_them_back() -> None:
+    side = {"slots": [[0], [1]], "most_at_once": 2, "shared": [], "wall_seconds": 9.0, "gpu_seconds": 13.0,
+            "settled_gpu_seconds": 0.0, "trials": [
+                {"number": 1, "gpus": [0], "start_s": 0.0, "end_s": 5.0, "settled": False},
+                {"number": 2, "gpus": [1], "start_s": 5.0, "end_s": 9.0, "settled": False},
+                {"number": 3, "gpus": [0], "start_s": 5.0, "end_s": 9.0, "settled": False}]}
+    data = {**ROWS["autotune_chained"]["autotune"], "per_gpu_batch": 4, "processes": 2, "effective_batch": 8,
+            "side_by_side": side}
+    typed = AutotuneOutputs.from_stored(data, AutotuneOutputs.SCHEMA_VERSION)
+    assert typed.side_by_side is not None and typed.side_by_side.most_at_once == 2
+    assert typed.to_stored() == data
+
+
 def test_autotune_off_stores_what_it_decided_and_nothing_of_a_sweep() -> None:
     # As phases/autotune.py ``_off`` stored it before outputs were typed.
     old = {"off": "by your choice (--autotune off / autotune: off in run.yaml)", "baseline": KNOBS, "deltas": {},
