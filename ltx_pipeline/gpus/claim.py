@@ -41,6 +41,7 @@ class RunGpus:
         self.store, self.run_id, self.run_name, self.workspace = store, run_id, run_name, workspace
         self.queue, self.kind = queue, kind
         self.held: list[GpuRef] | None = None
+        self._say: Any = None  # the current phase's narrate: a GPU given back is said when it is
 
     def claim(self, ctx: Any, span: tuple[int, int] | None = None) -> None:
         """Hold the GPUs a heavy phase needs (``span``: its (least, most), else its launch's processes): keep
@@ -56,6 +57,7 @@ class RunGpus:
             self.held = []
             return
         self.kind = getattr(ctx, "phase", "") or self.kind  # the board says what the GPUs are held for
+        self._say = getattr(ctx, "narrate", None)
         if self.held and len(self.held) >= need.least:
             self._keep(self.held[:need.most])
             self.store.relabel_gpus(self.run_id, self.kind)
@@ -71,9 +73,11 @@ class RunGpus:
         return [g.index for g in self.held or []]
 
     def _keep(self, kept: list[GpuRef]) -> None:
-        extra = [g.uuid for g in self.held or [] if g not in kept]
+        extra = [g for g in self.held or [] if g not in kept]
         if extra:
-            self.store.release_some_gpus(self.run_id, extra)
+            self.store.release_some_gpus(self.run_id, [g.uuid for g in extra])
+            if self._say is not None:
+                self._say(f"Gave back {_words(extra)}: {self.kind} uses {len(kept)}; holding {_words(kept)}.")
         self.held = kept
 
     def _take(self, ctx: Any, need: GpuNeed, smi: str | None) -> None:
@@ -97,8 +101,9 @@ class RunGpus:
             verdict = try_take(self.store, self.run_id, self.kind, need, holder, queued_id=queued_id, smi=smi)
             if verdict.taken:
                 self.held = list(verdict.gpus)
-                ctx.narrate(f"Holding {_words(self.held)} (every process it launches is pinned to them) until the "
-                            "run finishes, fails or is stopped.")
+                ctx.narrate(f"Holding {_words(self.held)} (every process the run launches is pinned to "
+                            f"{'it' if len(self.held) == 1 else 'them'}) until the run finishes, fails or is "
+                            "stopped; a GPU a later step does not use is given back, and said.")
                 return
             if queued_id is None:
                 raise self._busy(need, verdict)

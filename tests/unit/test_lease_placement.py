@@ -91,12 +91,16 @@ def test_a_later_phase_keeps_what_it_uses_and_gives_back_the_rest(store: Store,
     assert autotune.pinned == (0, 1, 2, 3) and held(store, a) == [0, 1, 2, 3]
     assert {lease.kind for lease in store.gpu_leases()} == {"autotune"}
     train = RunJournal(store, a, "train")
-    gpus.claim(_Ctx(train), (1, 3))  # preprocessing on three, then one trainer process
+    said = _Ctx(train)
+    gpus.claim(said, (1, 3))  # preprocessing on three, then one trainer process
     assert train.pinned == (0, 1, 2) and held(store, a) == [0, 1, 2]
     assert {lease.kind for lease in store.gpu_leases()} == {"train"}  # what the board says they are held for
     train.narrow(1)
     narrowed: tuple[int, ...] | None = train.pinned
     assert narrowed == (0,) and held(store, a) == [0]
+    # Each give-back is said, naming what went back and what is still held (the "Holding" line promised it).
+    assert said.lines == ["Gave back GPU 3: train uses 3; holding GPU 0, GPU 1, GPU 2.",
+                          "Gave back GPU 1, GPU 2: train uses 1; holding GPU 0."]
     gpus.release()
     assert store.gpu_leases() == []
 
