@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the reader and the full store answer the same queries
     from ltx_pipeline.store import PhaseRun, Run, Store
     from ltx_pipeline.store.reader import Record, StoreReader
 
-__all__ = ["driver_alive", "status_report"]
+__all__ = ["QUEUED", "driver_alive", "status_report"]
 
 
 def status_report(store: Store | StoreReader | None, workspace: Workspace, run_name: str | None = None, *,
@@ -53,7 +53,12 @@ def status_report(store: Store | StoreReader | None, workspace: Workspace, run_n
     board = gpu_board(store) if store is not None else {"holders": [], "queue": []}
     for entry in entries:  # a run's own GPUs and its place in the queue, beside the whole board
         entry["gpus_held"] = [h for h in board["holders"] if h["run"] == entry["name"]]
-        entry["gpu_queue"] = next((q for q in board["queue"] if q["run"] == entry["name"]), None)
+        entry["gpu_queue"] = place = next((q for q in board["queue"] if q["run"] == entry["name"]), None)
+        if place is not None:  # approved and waiting for GPUs: its stored state is still the gate it passed
+            entry["state"] = QUEUED
+            entry["next_command"] = None if place["engine"] == "waiting" else (
+                f"ltx-pipeline resume --workspace {workspace.root} --run {entry['name']} (its place in the GPU "
+                "queue is kept)")
     return {"workspace": str(workspace.root), "runs": entries, "gpus": board}
 
 
@@ -118,6 +123,8 @@ _BETWEEN_DRIVES = frozenset(state.value for state in RunState)
 # A detached trainer's liveness (``status.live``) once it ended without finishing. One that finished stays
 # "detached" until a `resume` reads it back: nothing was lost, and nothing is relaunched.
 _ENDED_TRAINER = ("crashed", "failed", "stopped", "lost")
+# The state status shows for a run in the GPU queue (approved, its engine waiting or gone): not a stored state.
+QUEUED = "queued"
 
 # The warnings the engine records when it finds an attempt left running by a dead driver: true when written
 # ("it will re-run"), stale once a later attempt ran. The store keeps what was said; status says what happened.
@@ -209,6 +216,8 @@ def _next_command(workspace: Workspace, run: str, state: str, approval: dict[str
     if state == RunState.FINISHED:
         return None
     if state == RunState.AWAITING_APPROVAL:
+        if approval["state"] == "approved":  # approved since the engine stopped at the gate: only resume is left
+            return f"ltx-pipeline resume {target}"
         if approval["blockers"]:
             return f"provide the missing prerequisites (see plan.md), then: ltx-pipeline resume {target}"
         return f"ltx-pipeline approve {target} && ltx-pipeline resume {target}"

@@ -56,6 +56,9 @@ def test_run_stops_at_the_gate_then_approve_and_resume_finish(cli, workspace, cl
     assert yaml.safe_load((workspace / "r1" / "run.yaml").read_text())["dataset"] == str(clips_dataset)
 
     assert cli("approve", "--workspace", str(workspace), "--run", "r1")[0] == 0
+    approved = status(cli, workspace)["runs"][0]  # approved, not yet resumed: only resume is left to do
+    assert approved["approval"]["state"] == "approved"
+    assert approved["next_command"] == f"ltx-pipeline resume --workspace {workspace.resolve()} --run r1"
     code, out, _ = cli("resume", "--workspace", str(workspace), "--run", "r1")
     assert code == 0 and "probe unchanged, skipping" in out
     report = status(cli, workspace)["runs"][0]

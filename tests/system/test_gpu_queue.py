@@ -160,6 +160,10 @@ def test_a_killed_waiter_resumed_keeps_its_place_ahead_of_a_later_run(kit: dict[
     assert [h["gpu"] for h in status["a"]["gpus_held"]] == [0]
     assert (status["b"]["gpu_queue"]["position"], status["c"]["gpu_queue"]["position"]) == (1, 2)
     assert status["c"]["gpu_queue"]["gpus"] == [{"gpu": 0, "uuid": "ASSUMED-0", "held_by": "a"}]
+    # Both are approved and queued (not "awaiting approval"); c's engine waits, b's is gone: resume keeps its place.
+    assert (status["b"]["state"], status["c"]["state"]) == ("queued", "queued")
+    assert status["c"]["next_command"] is None
+    assert status["b"]["next_command"].startswith(f"ltx-pipeline resume --workspace {ws} --run b")
 
     resumed = subprocess.Popen([*ENGINE, "resume", "--workspace", str(ws), "--run", "b", "--queue"], env=env(kit),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
