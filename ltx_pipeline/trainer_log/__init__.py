@@ -37,8 +37,9 @@ Import from this package only; the inner modules are private and import one way
   prefixes), ``_phase`` (the trainer's phase lines and frames), ``_detect`` (dependency, dataset and
   stale-embedding failures), ``_generic`` (other trainers' and launchers' words: parser refusals, empty datasets,
   signals named in text), ``_exceptions`` (the root exception of a traceback, its type and message shape -> a
-  kind), ``_oom_fixes`` (OOM fixes, each strictly cheaper than what the run used): leaves that
-  ``_classify`` imports.
+  kind), ``_library_errors`` (the libraries' exception types and message shapes -> kind and advice),
+  ``_crash_causes`` (advice for crashes whose mechanism a library names), ``_oom_fixes`` (OOM fixes, each
+  strictly cheaper than what the run used): leaves that ``_classify`` imports.
 """
 
 from ltx_pipeline.trainer_log._classify import Failure, classify_failure

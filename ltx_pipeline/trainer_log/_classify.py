@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ltx_pipeline.ltx.config_values import config_value
+from ltx_pipeline.trainer_log._crash_causes import crash_advice
 from ltx_pipeline.trainer_log._detect import (
     dataset_failure,
     dependency_failure,
@@ -33,6 +34,7 @@ from ltx_pipeline.trainer_log._exceptions import exception_failure, root_excepti
 from ltx_pipeline.trainer_log._generic import (
     config_parse_failure,
     empty_dataset_failure,
+    scheduler_cancel,
     signal_from_launcher,
     silent_death_while_loading,
     unavailable_backend_failure,
@@ -153,23 +155,36 @@ def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], st
     if killer := last("oom_killer"):
         # The "Killed process N" line names the victim; oom-kill/oom_reaper lines only bracket it.
         killer = next((s for s in reversed(signals) if s.kind == "oom_killer" and "Killed process" in s.text), killer)
-        return Failure("host_oom", killer.text, fix=_host_oom_fix(config, kernel=True))
+        return Failure("host_oom", killer.text, fix=_host_oom_fix(config, kernel=True,
+                                                                  cgroup=bool(_CGROUP_OOM_RE.search(killer.text))))
     if killed := last("killed") or last("worker_killed") or last("host_memory"):
         return Failure("host_oom", killed.text, fix=_host_oom_fix(config, kernel=False))
     if exit_code is None and signal is None and not signals and (silent := silent_death_while_loading(lines)):
         return Failure(silent.kind, silent.evidence, fix=silent.fix)
-    if signal == SIGKILL or exit_code in (128 + SIGKILL, -SIGKILL):
-        # No out-of-memory line: who sent the signal is not in the log, so it is not guessed.
-        return Failure("killed", f"killed (SIGKILL): by a user, or the kernel's OOM killer (exit code {exit_code}, "
-                       f"signal {signal}; the log shows no out-of-memory line)", fix=_killed_fix())
+    if killed_by := _killed(exit_code, signal, lines):
+        return killed_by
     if raised := exception_failure(lines):  # no phrase known: the root exception's type and message shape
         return Failure(raised.kind, raised.evidence, fix=raised.fix)
     if dropped := dropped_items_failure(lines):  # skipped files or missing caches, and no exception after them
         return Failure(dropped.kind, dropped.evidence, fix=dropped.fix)
-    return Failure("crash", _crash_evidence(lines, signals, exit_code, signal), fix=[FixStep(None, None, (
+    evidence = _crash_evidence(lines, signals, exit_code, signal)
+    # A mechanism the libraries name (a kernel fault, a full disk, a collective timeout): its advice; else generic.
+    return Failure("crash", evidence, fix=[FixStep(None, None, crash_advice(evidence) or (
         "Unclassified crash: read the traceback in the run's log, fix the cause, then resume from the newest "
         "checkpoint pair."
     ))])
+
+
+def _killed(exit_code: int | None, signal: int | None, lines: list[str]) -> Failure | None:
+    """A SIGKILL, or a job the scheduler stopped: its own line (SLURM's ``*** JOB ... CANCELLED ***``) says why."""
+    cancelled = scheduler_cancel(lines)
+    if signal == SIGKILL or exit_code in (128 + SIGKILL, -SIGKILL):
+        if cancelled:
+            return Failure("killed", f"killed (SIGKILL) by SLURM: {cancelled.evidence}", fix=cancelled.fix)
+        # No out-of-memory line: who sent the signal is not in the log, so it is not guessed.
+        return Failure("killed", f"killed (SIGKILL): by a user, or the kernel's OOM killer (exit code {exit_code}, "
+                       f"signal {signal}; the log shows no out-of-memory line)", fix=_killed_fix())
+    return Failure(cancelled.kind, cancelled.evidence, fix=cancelled.fix) if cancelled else None
 
 
 def _message(line: str) -> str:
@@ -279,9 +294,16 @@ def _nan_fix(config: Mapping[str, Any] | None, events: list[Event], evidence: st
     return _keep(config, steps)
 
 
-def _host_oom_fix(config: Mapping[str, Any] | None, *, kernel: bool) -> list[FixStep]:
+# SLURM's lines for its cgroup's OOM handler: the job's memory allowance ran out, which may be far below the host's RAM.
+_CGROUP_OOM_RE = re.compile(r"oom[-_]kill event|task \d+: Out Of Memory|exceeded memory limit")
+
+
+def _host_oom_fix(config: Mapping[str, Any] | None, *, kernel: bool, cgroup: bool = False) -> list[FixStep]:
     workers = int(config_value(config, "data.num_dataloader_workers", 2) or 0)
-    proof = ("The kernel's OOM killer ended the trainer: the host ran out of RAM (GPU memory was not the limit)."
+    proof = ("SLURM's cgroup OOM handler ended the trainer: the job used all the memory it asked for (GPU memory "
+             "was not the limit); ask for more (`#SBATCH --mem=...`; `sacct -j <job> -o MaxRSS,ReqMem` shows "
+             "both) or use less." if cgroup else
+             "The kernel's OOM killer ended the trainer: the host ran out of RAM (GPU memory was not the limit)."
              if kernel else
              "Most likely the host ran out of RAM (the evidence line); `dmesg -T | grep -i -E 'out of memory|killed "
              "process'` or `journalctl -k | grep -i oom` confirms it: the kernel's OOM killer logs each process "

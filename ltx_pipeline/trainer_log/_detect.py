@@ -82,6 +82,11 @@ _DEPENDENCY: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"cannot import name '(\w+)' from '([\w.]+)'"),
      "the installed {package} lacks {module}: install the version the trainer pins (`<trainer python> -m pip "
      "install -r requirements.txt`, or `uv sync` in the checkout), " + _SMOKE),
+    # torch._inductor's TritonMissing (also inside Dynamo's BackendCompilerFailed) and its check of the GPU's age:
+    # there is no Triton to compile with, which no cache deletion mends.
+    (re.compile(r"Cannot find a working triton installation|too old to be supported by the triton GPU compiler"),
+     "torch.compile needs Triton and none works here: install the triton version torch pins (on Windows, "
+     "triton-windows), or train without torch.compile; a GPU older than compute capability 7.0 cannot run Triton"),
     # torch.compile's toolchain: Inductor/Dynamo/Triton failing, or a C++ parser meeting the end of a truncated
     # cached kernel ("expected ident but found 'eof'"): the compile cache or the compiler, not the run.
     (re.compile(r"torch\._(?:inductor|dynamo)\.exc\.\w+|triton\.compiler\.errors\.\w+|"

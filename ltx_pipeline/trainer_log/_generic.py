@@ -19,8 +19,8 @@ import re
 from ltx_pipeline.trainer_log._detect import Finding
 from ltx_pipeline.trainer_log._kinds import FixStep
 
-__all__ = ["config_parse_failure", "empty_dataset_failure", "signal_from_launcher", "silent_death_while_loading",
-           "unavailable_backend_failure"]
+__all__ = ["config_parse_failure", "empty_dataset_failure", "scheduler_cancel", "signal_from_launcher",
+           "silent_death_while_loading", "unavailable_backend_failure"]
 
 _ARGPARSE_RE = re.compile(r"^\S+: error: (?:argument |unrecognized arguments|the following arguments are required|"
                           r"ambiguous option|invalid choice)|"
@@ -87,6 +87,29 @@ def signal_from_launcher(lines: list[str]) -> int | None:
             if match := pattern.search(line):
                 return int(match.group(1))
     return None
+
+
+# slurmstepd's notice when it stops a job or step: "*** JOB 123 ON node CANCELLED AT <time> DUE TO TIME LIMIT ***",
+# "... DUE TO PREEMPTION ***", "... DUE TO NODE FAILURE ***", or no reason (scancel by a user or an admin).
+_SLURM_CANCEL_RE = re.compile(r"\*\*\* (?:JOB|STEP) [\w.]+ ON \S+ CANCELLED AT \S+(?: DUE TO (?P<why>[\w ]+?))? "
+                              r"\*\*\*")
+
+
+def scheduler_cancel(lines: list[str]) -> Finding | None:
+    """SLURM stopped the job: its own line names the reason (time limit, preemption, node failure) or a cancel."""
+    match = next((m for ln in reversed(lines) if (m := _SLURM_CANCEL_RE.search(ln))), None)
+    if match is None:
+        return None
+    evidence, why = match.string.strip(), match.group("why") or ""
+    if why.upper() == "TIME LIMIT":
+        reason = ("SLURM stopped the job at its time limit: resume it in a new job (`ltx-pipeline resume` continues "
+                  "from the newest checkpoint pair), ask for more time (`#SBATCH --time=`), and save checkpoints "
+                  "often enough that one job's time covers at least one.")
+    else:
+        reason = (f"SLURM cancelled the job ({why.lower() if why else 'scancel, by a user or an administrator'}): "
+                  "nothing in the trainer failed; `sacct -j <job>` shows who and when. Resume it in a new job "
+                  "(`ltx-pipeline resume` continues from the newest checkpoint pair).")
+    return Finding("killed", evidence, [FixStep(None, None, reason)])
 
 
 # A loading progress bar (tqdm's "Loading checkpoint shards:  20%|##  | 1/5 [...]") left unfinished as the log's

@@ -47,7 +47,8 @@ _HEADER_RE = re.compile(
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)[\w+\-]*\s*$")
 _QUOTE_RE = re.compile(r"^(?:>\s?)+")
 _WRAPPED_RE = re.compile(r"^(\*\*|__|`)(?P<text>.+?)\1(?P<rest>[.:]?)$")
-_BOLD_RE = re.compile(r"\*\*(\S(?:[^*]*\S)?)\*\*")  # not "**kwargs": a pair around text
+# Not "**kwargs": a pair around text; not a run of three (SLURM's "*** JOB 1 ... CANCELLED AT ... ***").
+_BOLD_RE = re.compile(r"(?<!\*)\*\*(?!\*)(\S(?:[^*]*\S)?)\*\*(?!\*)")
 _CHILD_RANK_RE = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)")
 
 

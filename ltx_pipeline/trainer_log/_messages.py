@@ -85,10 +85,17 @@ _STATS_REQUIRED = ("total_time_minutes", "steps_per_second", "samples_per_second
 # Order matters: the first matching kind wins for a line.
 _ERROR_PATTERNS = (
     ("config_error", re.compile(r"Error: Invalid configuration data:")),
-    ("shm_bus_error", re.compile(r"Bus error|out of shared memory|shared memory \(shm\)", re.IGNORECASE)),
+    # torch's MapAllocator writing a DataLoader batch into /dev/shm ("unable to write to file </torch_...>: No space
+    # left on device (28)"): the shared memory is full, the same failure as the workers' Bus error.
+    ("shm_bus_error", re.compile(r"Bus error|out of shared memory|shared memory \(shm\)|"
+                                 r"unable to write to file </torch_", re.IGNORECASE)),
     ("worker_killed", re.compile(r"DataLoader worker \(pid[^)]*\) is killed by signal")),
     # The kernel's OOM killer (dmesg / journalctl -k): host RAM, not the GPU; before "oom", which it would match.
-    ("oom_killer", re.compile(r"(?i:out of memory): Kill(?:ed)? process \d+|oom-kill:|oom_reaper: reaped process")),
+    # SLURM's cgroup OOM handler: slurmstepd's "Detected 1 oom_kill event in StepId=..." (older: "oom-kill event(s)"),
+    # srun's "task 0: Out Of Memory" and "exceeded memory limit (N > M), being killed": the job's RAM, not the GPU.
+    ("oom_killer", re.compile(r"(?i:out of memory): Kill(?:ed)? process \d+|oom-kill:|oom_reaper: reaped process|"
+                              r"Detected \d+ oom[-_]kill events?|task \d+: Out Of Memory|exceeded memory limit \(\d+ "
+                              r"> \d+\), being killed")),
     # The CPU allocator's refusal ("DefaultCPUAllocator: not enough memory: you tried to allocate ..."), Windows'
     # commit limit, C++'s bad_alloc: host memory, before "oom", whose "tried to allocate" it would match.
     ("host_memory", re.compile(r"DefaultCPUAllocator|paging file is too small|std::bad_alloc")),
@@ -116,6 +123,7 @@ _ERROR_PATTERNS = (
 # Cheap pre-filter so ordinary lines skip the error regexes entirely.
 _ERROR_HINT_RE = re.compile(
     r"rror|emory|llocate|ALLOC|shm|killed|paging file|bad_alloc|Killed|Traceback|exist|No data files|No valid samples|"
+    r"oom[-_]kill|unable to write to file|"
     r"Invalid checkpoint|No such file|oom|oss[:=\s]|OSS[:=\s]|file named|(?i:\b(?:nan|inf)s?\b)"
 )
 

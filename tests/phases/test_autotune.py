@@ -189,7 +189,7 @@ def test_nan_loss_and_headroom_rule_configs_out(tmp_path, workspace, clips_datas
 
 @pytest.mark.parametrize(("baseline", "evidence", "fix"), [
     (point(LOW, 4.0, 26.0, 27.0, crash="CUDA error: an illegal memory access was encountered"),
-     "illegal memory access", "traceback"),
+     "illegal memory access", "cuda_launch_blocking=1"),  # a kernel fault's own advice (trainer_log._crash_causes)
     (point(LOW, 4.0, 26.0, 40.0), "out of memory", "validation"),
 ])
 def test_a_failing_baseline_stops_the_run_with_its_fixes(tmp_path, workspace, clips_dataset, capsys, baseline,

@@ -1,0 +1,190 @@
+"""The exception vocabulary of the libraries a LoRA/video trainer runs on: type and message shape -> kind, advice.
+
+Each entry is written from the library's own source (the class it raises, the format string of its message), not
+from one user's log, so that it reads every log that library can print. ``TYPES`` maps an exception class (the last
+dotted part, as a traceback prints it) to a kind; ``SHAPES`` maps a message shape, whatever the type (a front end may
+print the message alone), and is read first: a message says more than a type (``SafetensorError`` is a file that is
+not whole when it reads, a full disk when it writes). Order inside ``SHAPES`` is precedence: the first match wins.
+Crashes whose mechanism is known but whose kind stays ``crash`` are ``_crash_causes``' vocabulary. Pure data.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["CONFIG_ADVICE", "SHAPES", "STALE_ADVICE", "TYPES"]
+
+_SMOKE = "then `ltx-pipeline smoke` checks the whole environment"
+_DEPENDENCY_ADVICE = ("The installed packages do not match what the trainer's code was written for ({evidence}): "
+                      "install the versions the trainer pins, in its own environment (`<trainer python> -m pip "
+                      "install -r requirements.txt`, or `uv sync` in the checkout), " + _SMOKE + ".")
+_MISSING_ADVICE = ("A file or folder the trainer reads is not there ({evidence}): check the model, dataset and "
+                   "output paths in the config; a Hugging Face repo id needs the network, and a gated repo its "
+                   "licence accepted and a token (`huggingface-cli login`, or HF_TOKEN).")
+_CORRUPT_ADVICE = ("A model or cache file is there but not whole ({evidence}): an interrupted download or copy; "
+                   "delete it and download it again (compare its size with the source's), then launch again.")
+CONFIG_ADVICE = ("The trainer's config or command line was refused ({evidence}): fix the option, key or value it "
+                 "names, then launch again.")
+_DATASET_ADVICE = ("The dataset gave the trainer nothing to train on ({evidence}): check that the dataset path points "
+                   "where the files are, in the layout and with the extensions the trainer reads, and that buckets "
+                   "and batch size leave samples.")
+_HOST_ADVICE = ("The host (CPU) ran out of memory, not the GPU ({evidence}): free RAM, add swap (on Windows a larger "
+                "page file), lower the data loader's workers, or load a smaller (quantized) checkpoint.")
+_NOTHING_TRAINABLE_ADVICE = ("Nothing in the model is trainable ({evidence}): the adapter config (LoRA/LyCORIS "
+                             "target modules, preset or network type) matched no module of this model; use targets "
+                             "written for this model's module names (the trainer's example for it), and if the same "
+                             "config worked before, check whether an update renamed the model's modules.")
+STALE_ADVICE = ("A batch lacks a cached tensor the training step reads ({evidence}): the cache was made by another "
+                "model, trainer version or with other options (for example without the image/clip conditioning "
+                "this mode needs); cache latents and text-encoder outputs again with this run's settings.")
+# huggingface_hub validate_repo_id(): a path that is not an existing folder is taken for a repo id.
+_NOT_A_FOLDER_ADVICE = ("A model path is not an existing folder, so the Hugging Face libraries read it as a Hub repo "
+                        "id and refused it ({evidence}): check the path for a typo, a relative path resolved from "
+                        "another working directory, or a Windows path used under WSL/Linux, then launch again.")
+_NETWORK_ADVICE = ("The Hugging Face Hub could not be reached or refused the download ({evidence}): check the network "
+                   "(a proxy: HTTPS_PROXY; a mirror: HF_ENDPOINT), log in (`huggingface-cli login`, or HF_TOKEN) to "
+                   "lift anonymous rate limits, or download the model once and point the config at the local "
+                   "folder.")
+_OFFLINE_ADVICE = ("The files are not in the local Hugging Face cache and downloads are turned off ({evidence}): "
+                   "unset HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE (or local_files_only) once to fetch them, or point "
+                   "the config at a folder that holds them.")
+_PERMISSION_ADVICE = ("A file or folder the trainer reads or writes is there but not accessible to its user "
+                      "({evidence}): fix its owner or mode (`ls -ld <path>`; `chown`/`chmod`), or point the output "
+                      "and cache paths somewhere this user may write (a container often runs as another user).")
+_PORT_ADVICE = ("The launcher's rendezvous port is taken ({evidence}): another job, or a process left from an earlier "
+                "run (`ss -ltnp | grep 29500`), holds it; end that process, or give this run another port "
+                "(accelerate launch's main_process_port, torchrun's master_port, or the MASTER_PORT variable).")
+_LAUNCH_ADVICE = ("The script expects to be started by a distributed launcher ({evidence}): run it through "
+                  "`accelerate launch` or `torchrun`, which set RANK, WORLD_SIZE and MASTER_ADDR, or set them for a "
+                  "single process.")
+_DEVICE_ORDINAL_ADVICE = ("The run asked for a GPU index this machine does not show ({evidence}): the GPU ids or "
+                          "number of processes in the launch config exceed the GPUs visible (`nvidia-smi -L`, "
+                          "CUDA_VISIBLE_DEVICES counts from 0); lower them to the GPUs there are.")
+_PARSE_ADVICE = ("A config or metadata file does not parse ({evidence}): the line and column in the message point at "
+                 "the error (a missing or trailing comma, an unquoted value, a tab in YAML, a Python object tag); "
+                 "fix it there, then launch again.")
+_NO_GPU_ADVICE = ("torch sees no usable CUDA GPU ({evidence}): a CPU-only torch build, an empty or wrong "
+                  "CUDA_VISIBLE_DEVICES, or a driver that does not load; `<trainer python> -c \"import torch; "
+                  "print(torch.__version__, torch.cuda.is_available())\"` tells which; install the CUDA build of "
+                  "torch the trainer pins, " + _SMOKE + ".")
+_GPU_BUSY_ADVICE = ("The GPU refused a new CUDA context ({evidence}): it is in exclusive-process compute mode and "
+                    "another process holds it, or it is in a failed state; `nvidia-smi` shows its compute mode and "
+                    "processes; end the other process, or `nvidia-smi -q` / `dmesg | grep -i xid` for a GPU fault.")
+_ATTENTION_KERNEL_ADVICE = ("The attention kernel package has no kernel for this GPU, dtype or torch build "
+                            "({evidence}): train with torch's own SDPA attention instead (turn xformers/flash-attn "
+                            "off in the trainer's config), or install the wheel built for this torch, CUDA and GPU "
+                            "generation (flash-attn needs an Ampere or newer GPU).")
+_NUMPY_ABI_ADVICE = ("A compiled package was built against NumPy 1.x and NumPy 2 is installed ({evidence}): install "
+                     "`numpy<2` in the trainer's environment, or versions of that package built for NumPy 2, "
+                     + _SMOKE + ".")
+_CUDA_TOOLKIT_ADVICE = ("A package compiles CUDA code at run time and the CUDA toolkit it needs is missing or another "
+                        "version than torch's ({evidence}): install the toolkit matching `torch.version.cuda` and set "
+                        "CUDA_HOME to it, or install the package's prebuilt wheel; for DeepSpeed, pre-build its ops "
+                        "(DS_BUILD_OPS=1) or use an optimizer that needs no compiled op.")
+_TRITON_ADVICE = ("torch.compile needs Triton and there is none that works here ({evidence}): install the triton "
+                  "version torch pins (on Windows, triton-windows), or train without torch.compile; a GPU older "
+                  "than compute capability 7.0 cannot run Triton at all.")
+_AUDIO_BACKEND_ADVICE = ("torchaudio has no backend that can read or write this audio ({evidence}): install one in "
+                         "the trainer's environment (`<trainer python> -m pip install soundfile`, or FFmpeg's shared "
+                         "libraries), or train video only.")
+_BNB_ADVICE = ("bitsandbytes did not find a CUDA library it can use ({evidence}): `<trainer python> -m bitsandbytes` "
+               "says which; install a bitsandbytes release built for the installed torch/CUDA, or turn 8-bit "
+               "optimizers and quantization off, " + _SMOKE + ".")
+_BIG_IMAGE_ADVICE = ("An image is larger than PIL opens by default ({evidence}): downscale it (training resolutions "
+                     "are far smaller) or remove it from the dataset.")
+
+_DEBRIS_RE = re.compile(r"[/\\](?:\.ipynb_checkpoints|__MACOSX|\.DS_Store|Thumbs\.db|desktop\.ini|\._[^/\\'\"]+)"
+                        r"(?:[/\\'\"]|$)")
+_DEBRIS_ADVICE = ("The data folder holds an entry that is not a sample ({evidence}): a folder or file an OS or a tool "
+                  "left there (Jupyter's .ipynb_checkpoints, macOS's ._ files and __MACOSX, Windows' Thumbs.db); "
+                  "remove it (`ls -a` shows hidden entries) or keep the dataset in a folder of its own.")
+
+# Exception types (the last dotted part) that name the kind on their own.
+TYPES: dict[str, tuple[str, str]] = {
+    **dict.fromkeys(("ModuleNotFoundError", "ImportError"), ("dependency_error", _DEPENDENCY_ADVICE)),
+    # huggingface_hub.errors; deepspeed op_builder's MissingCUDAException; torch._inductor.exc.TritonMissing.
+    **dict.fromkeys(("FileNotFoundError", "IsADirectoryError", "NotADirectoryError", "RepositoryNotFoundError",
+                     "EntryNotFoundError", "LocalEntryNotFoundError", "RevisionNotFoundError", "GatedRepoError"),
+                    ("missing_files", _MISSING_ADVICE)),
+    "HFValidationError": ("missing_files", _NOT_A_FOLDER_ADVICE),
+    "OfflineModeIsEnabled": ("missing_files", _OFFLINE_ADVICE),
+    "PermissionError": ("missing_files", _PERMISSION_ADVICE),
+    "MissingCUDAException": ("dependency_error", _CUDA_TOOLKIT_ADVICE),
+    "TritonMissing": ("dependency_error", _TRITON_ADVICE),
+    **dict.fromkeys(("SafetensorError", "UnpicklingError"), ("missing_files", _CORRUPT_ADVICE)),
+    # tomllib/toml, PyYAML (scanner, parser, composer, constructor), json, voluptuous, omegaconf, argparse.
+    **dict.fromkeys(("TomlDecodeError", "TOMLDecodeError", "ScannerError", "ParserError", "ComposerError",
+                     "ConstructorError", "JSONDecodeError"), ("config_error", _PARSE_ADVICE)),
+    **dict.fromkeys(("MultipleInvalid", "ConfigAttributeError", "ConfigKeyError", "ConfigTypeError",
+                     "ConfigValueError", "MissingMandatoryValue", "InterpolationResolutionError", "GrammarParseError",
+                     "ArgumentError"), ("config_error", CONFIG_ADVICE)),
+    "DecompressionBombError": ("dataset_error", _BIG_IMAGE_ADVICE),
+    # numpy's MemoryError subclass ("Unable to allocate 12.0 GiB for an array with shape ...").
+    **dict.fromkeys(("MemoryError", "_ArrayMemoryError"), ("host_oom", _HOST_ADVICE)),
+}
+# Message shapes of the standard library's, torch's and the Hugging Face libraries' errors, whatever the type.
+# A module without the attribute the code asks for is a library of another version; the interpreter quotes the
+# module's name, the Hugging Face libraries' lazy modules (transformers, diffusers) do not.
+SHAPES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    # A path ending in what an OS or a tool leaves in folders (Jupyter's checkpoints, macOS's AppleDouble files and
+    # zip folders, Windows' thumbnails): the data folder holds an entry that is not a sample.
+    (_DEBRIS_RE, "dataset_error", _DEBRIS_ADVICE),
+    (re.compile(r"DefaultCPUAllocator|paging file is too small|\[WinError 1455\]|std::bad_alloc|"
+                r"Cannot allocate memory|Unable to allocate [\d.]+ \w?i?B for an array with shape"),
+     "host_oom", _HOST_ADVICE),
+    # torch.distributed's TCPStore (EADDRINUSE), its env:// rendezvous, and the CUDA runtime's cudaErrorInvalidDevice.
+    (re.compile(r"failed to listen on any local network address|(?i:address already in use)|EADDRINUSE"),
+     "config_error", _PORT_ADVICE),
+    (re.compile(r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK) expected, but not set"),
+     "config_error", _LAUNCH_ADVICE),
+    (re.compile(r"invalid device ordinal"), "config_error", _DEVICE_ORDINAL_ADVICE),
+    # huggingface_hub: the repo-id validator, offline mode, HTTP and connection failures to the Hub.
+    (re.compile(r"Repo id must (?:be in the form|use alphanumeric chars)"), "missing_files", _NOT_A_FOLDER_ADVICE),
+    (re.compile(r"outgoing traffic has been disabled|offline mode is enabled"), "missing_files", _OFFLINE_ADVICE),
+    (re.compile(r"HTTPSConnectionPool\(host='(?:huggingface\.co|hf\.co|cdn-lfs[\w.-]*)'|Failed to resolve "
+                r"'(?:huggingface\.co|hf\.co)'|429 Client Error"), "missing_files", _NETWORK_ADVICE),
+    # Compiled kernels and toolchains: xformers' dispatcher, flash-attn's arch check, NumPy's ABI break, bitsandbytes'
+    # CUDA setup, DeepSpeed's op builder, Triton, torchaudio's backend dispatcher, the CUDA runtime's busy device.
+    (re.compile(r"No operator found for `\w+`|FlashAttention only supports? (?:Ampere|Turing)"),
+     "dependency_error", _ATTENTION_KERNEL_ADVICE),
+    (re.compile(r"compiled using NumPy 1\.x cannot be run in|_ARRAY_API not found|numpy\.dtype size changed, may "
+                r"indicate binary incompatibility|numpy\.core\.multiarray failed to import"),
+     "dependency_error", _NUMPY_ABI_ADVICE),
+    (re.compile(r"CUDA Setup failed despite GPU being available|Configured CUDA binary not found at"),
+     "dependency_error", _BNB_ADVICE),
+    (re.compile(r"CUDA_HOME does not exist|Installed CUDA version [\d.]+ does not match the version torch was "
+                r"compiled with"), "dependency_error", _CUDA_TOOLKIT_ADVICE),
+    (re.compile(r"Cannot find a working triton installation|too old to be supported by the triton GPU compiler"),
+     "dependency_error", _TRITON_ADVICE),
+    (re.compile(r"Couldn't find appropriate backend to handle uri"), "dependency_error", _AUDIO_BACKEND_ADVICE),
+    (re.compile(r"(?i:CUDA-capable devices? (?:is|are|is/are) busy or unavailable)"), "dependency_error",
+     _GPU_BUSY_ADVICE),
+    # accelerate's refusal of fp16/bf16 without a GPU; torch's own checks.
+    (re.compile(r"(?:fp16|bf16) mixed precision requires (?:a GPU|PyTorch >= [\d.]+ and a supported device)|"
+                r"(?i:Torch not compiled with CUDA enabled|No CUDA GPUs are available)"),
+     "dependency_error", _NO_GPU_ADVICE),
+    (re.compile(r"^module '?[\w.]+'? has no attribute|partially initialized module|got an unexpected keyword "
+                r"argument|requires the [\w\s-]+ librar(?:y|ies) but (?:it was|they were) not found|"
+                r"Failed to import [\w.]+ because of the following error|"
+                r"(?i:please install|pip install|is not installed|requires? [\w.-]+\s*[<>=]=?\s*\d|compiled without|"
+                r"not compiled with|DLL load failed|error loading \S+\.dll|\[WinError 12[67]\]|"
+                r"Could not run '[\w:.]+' with arguments from the '\w+' backend)"),
+     "dependency_error", _DEPENDENCY_ADVICE),
+    (re.compile(r"Error while deserializing header|PytorchStreamReader failed|failed finding central directory|"
+                r"invalid load key|(?i:file is (?:truncated|corrupt))"), "missing_files", _CORRUPT_ADVICE),
+    (re.compile(r"No such file or directory|does not appear to have a file named|no file named \S+ found in "
+                r"directory|is not a local folder and is not a valid model identifier|Can't load [\w ]+ for '|"
+                r"We couldn't connect to '[^']+' to load|Cannot access gated repo|trying to access a gated repo|"
+                r"(?:401|403) Client Error"), "missing_files", _MISSING_ADVICE),
+    (re.compile(r"Permission denied"), "missing_files", _PERMISSION_ADVICE),
+    (re.compile(r"\b\d+ validation errors? for \w+|Invalid (?:user )?config|extra keys not allowed|"
+                r"required (?:key|property|option|argument)"), "config_error", CONFIG_ADVICE),
+    # torch.optim's refusal of an empty parameter list: the adapter selected no weight to train.
+    (re.compile(r"optimizer got an empty parameter list"), "config_error", _NOTHING_TRAINABLE_ADVICE),
+    # An empty dataset: "no <items> found/discovered/loaded/...", "0 images found", "dataset ... is empty". A media
+    # file that exists and does not decode is left to the crash it raises (tests/unit/trainer_log/test_missing_media).
+    (re.compile(r"(?i)\bno (?:valid |training |usable )?(?:images?|videos?|samples?|files?|data|items?|captions?|"
+                r"media)\b(?: \w+){0,2} (?:were |was |could be )?(?:found|discovered|detected|loaded|available)|"
+                r"\b(?:found|loaded) 0 (?:images|videos|samples|files|items)\b|\bdata ?set\b.{0,40}\bis empty\b"),
+     "dataset_error", _DATASET_ADVICE),
+)

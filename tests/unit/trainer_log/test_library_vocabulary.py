@@ -1,0 +1,237 @@
+"""``diagnose`` knows the libraries' own exception vocabulary, not one thread's phrases (issue 43, point 10).
+
+Each line is written from the message format in the library's source (named beside it), not from a user's log:
+torch (MapAllocator, TCPStore, ProcessGroupNCCL, the CUDA runtime's error strings, torch._inductor), numpy,
+huggingface_hub and transformers, xformers, flash-attn, bitsandbytes, DeepSpeed's op builder, torchaudio, PIL, PyAV,
+the schema and parser libraries, the C library's errno strings and SLURM's slurmstepd/srun. A log is read as
+``diagnose LOG`` reads it: no exit status, the exception at the end of a traceback.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ltx_pipeline.trainer_log import classify_failure
+
+_TRACEBACK = ["Traceback (most recent call last):", '  File "/app/train.py", line 412, in <module>', "    main()"]
+
+
+def _read(*lines: str, exit_code: int | None = None, signal: int | None = None):
+    return classify_failure(exit_code, signal, _TRACEBACK + list(lines))
+
+
+# (id, the exception line, its kind, a piece of the advice that mechanism implies)
+KINDS = [
+    # What an OS or a tool leaves in a data folder, read as a sample: Jupyter's checkpoints folder (IsADirectoryError,
+    # strerror EISDIR), a macOS AppleDouble file (PIL's UnidentifiedImageError "cannot identify image file %r").
+    ("debris-ipynb-checkpoints", "IsADirectoryError: [Errno 21] Is a directory: '/data/reg/.ipynb_checkpoints'",
+     "dataset_error", "not a sample"),
+    ("debris-appledouble", "PIL.UnidentifiedImageError: cannot identify image file '/data/train/._0001.png'",
+     "dataset_error", "macOS's ._ files"),
+    # numpy/core/_exceptions.py: _ArrayMemoryError, "Unable to allocate {size} for an array with shape {shape} ...".
+    ("numpy-array-memory", "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 12.0 GiB for an array with "
+     "shape (49, 3, 1080, 1920) and data type float32", "host_oom", "The host (CPU) ran out of memory"),
+    # torch/csrc/distributed/c10d/TCPStore / socket.cpp: the rendezvous port is taken (EADDRINUSE).
+    ("torch-port-in-use", "RuntimeError: The server socket has failed to listen on any local network address. The "
+     "server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).", "config_error",
+     "rendezvous port is taken"),
+    ("torch-dist-network-error", "torch.distributed.DistNetworkError: The server socket has failed to listen on any "
+     "local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in "
+     "use", "config_error", "main_process_port"),
+    # torch/distributed/rendezvous.py: _env_rendezvous_handler's _env_error.
+    ("torch-env-rendezvous", "ValueError: Error initializing torch.distributed using env:// rendezvous: environment "
+     "variable RANK expected, but not set", "config_error", "`accelerate launch` or `torchrun`"),
+    # The CUDA runtime's cudaErrorInvalidDevice text, as c10's CUDA check raises it.
+    ("cuda-invalid-device-ordinal", "RuntimeError: CUDA error: invalid device ordinal", "config_error",
+     "GPU index this machine does not show"),
+    # huggingface_hub/utils/_validators.py validate_repo_id: a path that is no folder is read as a repo id.
+    ("hub-repo-id-validation", "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' "
+     "or 'namespace/repo_name': '/workspace/models/LTX-2'. Use `repo_type` argument if needed.", "missing_files",
+     "not an existing folder"),
+    # transformers/utils/hub.py cached_files: a gated repo without access.
+    ("transformers-gated-repo", "OSError: You are trying to access a gated repo.", "missing_files", "gated repo"),
+    # huggingface_hub file_download.py: LocalEntryNotFoundError when offline and not cached.
+    ("hub-offline-not-cached", "huggingface_hub.errors.LocalEntryNotFoundError: Cannot find an appropriate cached "
+     "snapshot folder for the specified revision on the local disk and outgoing traffic has been disabled. To enable "
+     "repo look-ups and downloads online, pass 'local_files_only=False' as input.", "missing_files",
+     "downloads are turned off"),
+    # requests/urllib3: the Hub's host not reachable.
+    ("hub-unreachable", "requests.exceptions.ConnectionError: (MaxRetryError(\"HTTPSConnectionPool("
+     "host='huggingface.co', port=443): Max retries exceeded with url: /Lightricks/LTX-2/resolve/main/"
+     "model_index.json (Caused by "
+     "NameResolutionError(\\\"Failed to resolve 'huggingface.co' ([Errno -3] Temporary failure in name resolution)"
+     "\\\"))\"), '(Request ID: 1b2c)')", "missing_files", "Hub could not be reached"),
+    # transformers/utils/import_utils.py _LazyModule._get_module.
+    ("transformers-lazy-import", "RuntimeError: Failed to import transformers.models.gemma3.modeling_gemma3 because "
+     "of the following error (look up to see its traceback):", "dependency_error", "install the versions the trainer"),
+    # xformers/ops/fmha/dispatch.py: no operator for these inputs (GPU generation, dtype, build).
+    ("xformers-no-operator", "NotImplementedError: No operator found for `memory_efficient_attention_forward` with "
+     "inputs:", "dependency_error", "torch's own SDPA attention"),
+    # flash-attn csrc/flash_attn/flash_api.cpp: TORCH_CHECK(is_sm8x, ...).
+    ("flash-attn-arch", "RuntimeError: FlashAttention only supports Ampere GPUs or newer.", "dependency_error",
+     "Ampere or newer"),
+    # numpy 2's import of a module compiled for numpy 1 (the C-API table it looks for).
+    ("numpy-abi-array-api", "AttributeError: _ARRAY_API not found", "dependency_error", "numpy<2"),
+    ("numpy-abi-dtype-size", "ValueError: numpy.dtype size changed, may indicate binary incompatibility. Expected 96 "
+     "from C header, got 88 from PyObject", "dependency_error", "numpy<2"),
+    # deepspeed op_builder/builder.py installed_cuda_version.
+    ("deepspeed-cuda-home", "op_builder.builder.MissingCUDAException: CUDA_HOME does not exist, unable to compile "
+     "CUDA op(s)", "dependency_error", "CUDA_HOME"),
+    # torchaudio's dispatcher (_backend/utils.py get_load_func / get_save_func).
+    ("torchaudio-no-backend", "RuntimeError: Couldn't find appropriate backend to handle uri /data/audio/clip_001.wav "
+     "and format None.", "dependency_error", "pip install soundfile"),
+    # The CUDA runtime's cudaErrorDevicesUnavailable text.
+    ("cuda-devices-busy", "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable",
+     "dependency_error", "exclusive-process compute mode"),
+    # accelerate/state.py: fp16 without a CUDA device.
+    ("accelerate-fp16-no-gpu", "ValueError: fp16 mixed precision requires a GPU (not 'mps').", "dependency_error",
+     "torch sees no usable CUDA GPU"),
+    # bitsandbytes cuda_setup (0.41-0.42): the CUDA library it loads is not found.
+    ("bitsandbytes-cuda-setup", "RuntimeError: CUDA Setup failed despite GPU being available. Please run the "
+     "following command to get more information:", "dependency_error", "-m bitsandbytes"),
+    # PIL/Image.py _decompression_bomb_check: DecompressionBombError above twice MAX_IMAGE_PIXELS.
+    ("pil-decompression-bomb", "PIL.Image.DecompressionBombError: Image size (400000000 pixels) exceeds limit of "
+     "178956970 pixels, could be decompression bomb DOS attack.", "dataset_error", "downscale it"),
+    # The C library's EACCES, as Python's OSError subclass prints it.
+    ("errno-13-permission", "PermissionError: [Errno 13] Permission denied: '/workspace/outputs/checkpoints'",
+     "missing_files", "not accessible to its user"),
+    # json.decoder, PyYAML's constructor, omegaconf's errors.
+    ("json-decode", "json.decoder.JSONDecodeError: Expecting ',' delimiter: line 12 column 5 (char 287)",
+     "config_error", "line and column"),
+    ("yaml-constructor", "yaml.constructor.ConstructorError: could not determine a constructor for the tag "
+     "'tag:yaml.org,2002:python/tuple'", "config_error", "does not parse"),
+    ("omegaconf-type", "omegaconf.errors.ConfigTypeError: Cannot merge DictConfig with ListConfig", "config_error",
+     "config or command line was refused"),
+]
+
+
+@pytest.mark.parametrize(("line", "kind", "advice"), [case[1:] for case in KINDS], ids=[case[0] for case in KINDS])
+def test_a_library_exception_gets_its_kind_and_the_advice_its_mechanism_implies(line: str, kind: str,
+                                                                                  advice: str) -> None:
+    failure = _read(line)
+    assert failure.kind == kind, failure
+    assert failure.evidence == line
+    assert advice in failure.fix[0].reason
+
+
+# (id, the exception line, a piece of the advice): known mechanisms whose cause may lie in the code, the data or the
+# machine, so the kind stays crash (tests/unit/trainer_log/test_missing_media keeps undecodable media a crash).
+CRASHES = [
+    # CUDA runtime error strings (cudaErrorAssert, cudaErrorIllegalAddress, cudaErrorMisalignedAddress).
+    ("cuda-device-assert", "RuntimeError: CUDA error: device-side assert triggered", "index out of range"),
+    ("cuda-illegal-memory", "RuntimeError: CUDA error: an illegal memory access was encountered",
+     "CUDA_LAUNCH_BLOCKING=1"),
+    ("cuda-misaligned", "RuntimeError: CUDA error: misaligned address", "A GPU kernel faulted"),
+    # ProcessGroupNCCL.cpp's watchdog: "[Rank N] Watchdog caught collective operation timeout: ... ran for ...".
+    ("nccl-watchdog", "RuntimeError: [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1207, "
+     "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600045 milliseconds before timing out.", "every rank's log"),
+    # ENOSPC, from Python's OSError and from safetensors' Rust io::Error when writing a checkpoint.
+    ("errno-28-disk-full", "OSError: [Errno 28] No space left on device", "`df -h`"),
+    ("safetensors-write-disk-full", "safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, "
+     "kind: StorageFull, message: \"No space left on device\" })", "disk the trainer writes to is full"),
+    # EMFILE, and torch's DataLoader wording of it.
+    ("errno-24-open-files", "OSError: [Errno 24] Too many open files: '/data/clips/0001.mp4'", "ulimit -n"),
+    ("torch-dataloader-open-files", "RuntimeError: Too many open files. Communication with the workers is no longer "
+     "possible. Please increase the limit using `ulimit -n` in the shell or change the sharing strategy by calling "
+     "`torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of your code", "file descriptors"),
+    # PIL's UnidentifiedImageError, PyAV's InvalidDataError (FFmpeg's AVERROR_INVALIDDATA).
+    ("pil-unidentified", "PIL.UnidentifiedImageError: cannot identify image file '/data/images/0001.png'",
+     "does not decode"),
+    ("pyav-invalid-data", "av.error.InvalidDataError: [Errno 1094995529] Invalid data found when processing input: "
+     "'/data/clips/0001.mp4'", "ffprobe"),
+    # peft/tuners/tuners_utils.py inject_adapter: no target module matched.
+    ("peft-no-target", "ValueError: Target modules {'attn1.to_q', 'attn1.to_k'} not found in the base model. Please "
+     "check the target modules and try again.", "target modules match no module"),
+]
+
+
+@pytest.mark.parametrize(("line", "advice"), [case[1:] for case in CRASHES], ids=[case[0] for case in CRASHES])
+def test_a_known_crash_mechanism_stays_a_crash_with_its_own_advice(line: str, advice: str) -> None:
+    failure = _read(line)
+    assert failure.kind == "crash"
+    assert failure.evidence == line
+    [step] = failure.fix
+    assert not step.reason.startswith("Unclassified")
+    assert advice in step.reason
+
+
+def test_safetensors_reading_a_cut_file_is_still_a_file_that_is_not_whole() -> None:
+    # The same exception type on a full disk (above) is a crash: the message, not the type, decides.
+    failure = _read("safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer")
+    assert failure.kind == "missing_files"
+    assert "not whole" in failure.fix[0].reason
+    disk = _read("safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: "
+                 "StorageFull, message: \"No space left on device\" })")
+    assert disk.kind == "crash"
+
+
+def test_torch_shared_memory_full_is_a_shared_memory_failure() -> None:
+    # aten/src/ATen/MapAllocator.cpp: "unable to write to file <%s>: %s (%d)" for the /torch_<pid>_... shm file.
+    failure = _read("RuntimeError: unable to write to file </torch_4312_2983595444_0>: No space left on device (28)")
+    assert failure.kind == "shm_bus_error"
+    assert failure.fix[0].path == "data.num_dataloader_workers"
+
+
+def test_triton_missing_asks_for_triton_not_a_cache_deletion() -> None:
+    # torch/_inductor/exc.py TritonMissing; a corrupt cache is another failure with another fix.
+    failure = _read("torch._inductor.exc.TritonMissing: Cannot find a working triton installation. Either the package "
+                    "is not installed or it is too old.")
+    assert failure.kind == "dependency_error"
+    assert "install the triton version torch pins" in failure.fix[0].reason
+    assert "delete the caches" not in failure.fix[0].reason
+
+
+@pytest.mark.parametrize("line", [
+    # slurmstepd (task/cgroup): 21.08+ and before.
+    "slurmstepd: error: Detected 1 oom_kill event in StepId=4197661.batch. Some of the step tasks have been OOM "
+    "Killed.",
+    "slurmstepd: error: Detected 1 oom-kill event(s) in step 50574351.batch cgroup. Some of your processes may have "
+    "been killed by the cgroup out-of-memory handler.",
+    # srun's report of the task; "Out Of Memory" is the job's RAM here, not the GPU's.
+    "srun: error: gpu-node-07: task 0: Out Of Memory",
+    "slurmstepd: error: StepId=7.batch exceeded memory limit (734003200 > 52428800), being killed",
+])
+def test_slurm_cgroup_oom_is_host_memory_with_the_job_memory_fix(line: str) -> None:
+    failure = classify_failure(None, None, ["INFO     Step 40/1000 - Loss: 0.2207, LR: 1.00e-04, Time/Step: 3.11s, "
+                                            "Total Time: 0h 52m", line])
+    assert failure.kind == "host_oom"
+    assert failure.evidence == line
+    assert "#SBATCH --mem=" in failure.fix[0].reason
+
+
+def test_slurm_time_limit_is_killed_by_the_scheduler_with_the_resume_fix() -> None:
+    line = "slurmstepd: error: *** JOB 10711368 ON gpu-node-07 CANCELLED AT 2026-09-30T16:00:24 DUE TO TIME LIMIT ***"
+    failure = classify_failure(None, None, ["INFO     Step 900/3000 - Loss: 0.1812", line])
+    assert failure.kind == "killed"
+    assert failure.evidence == line  # the stars are SLURM's, not markdown bold
+    assert "time limit" in failure.fix[0].reason and "#SBATCH --time=" in failure.fix[0].reason
+    with_signal = classify_failure(None, 9, ["INFO     Step 900/3000 - Loss: 0.1812", line])
+    assert with_signal.kind == "killed"
+    assert with_signal.evidence == f"killed (SIGKILL) by SLURM: {line}"
+    cancelled = classify_failure(None, None, ["slurmstepd: error: *** STEP 48377.0 ON gpu-node-2 CANCELLED AT "
+                                              "2026-11-29T14:02:11 ***"])
+    assert cancelled.kind == "killed" and "scancel" in cancelled.fix[0].reason
+
+
+def test_the_child_exception_beats_the_launcher_re_raise() -> None:
+    # accelerate launch re-raises the child's failure as CalledProcessError: the child's own exception names the kind.
+    failure = classify_failure(None, None, _TRACEBACK + [
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
+        "'/models/ltx 2'. Use `repo_type` argument if needed.",
+        *_TRACEBACK,
+        "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' returned non-zero exit status 1."])
+    assert failure.kind == "missing_files"
+    assert failure.evidence.startswith("huggingface_hub.errors.HFValidationError")
+
+
+def test_a_collective_timeout_alone_gets_its_advice_but_the_gpu_oom_that_caused_it_wins() -> None:
+    timeout = ("[rank0]: RuntimeError: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88, "
+               "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
+    alone = classify_failure(None, None, [timeout])
+    assert (alone.kind, alone.rank) == ("crash", 0)
+    assert "the first error is the cause" in alone.fix[0].reason
+    # Rank 1 ran out of GPU memory; rank 0 then timed out waiting for it at the next all-reduce.
+    failure = classify_failure(None, None, [
+        "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity "
+        "of 79.19 GiB of which 1.02 GiB is free.", timeout])
+    assert (failure.kind, failure.rank) == ("oom_training", 1)
