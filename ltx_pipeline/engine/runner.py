@@ -310,7 +310,7 @@ def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], rer
         # and says which; the engine knows only that it was left detached.
         return "it was left detached: followed if it still runs, else collected or relaunched"
     if previous.status != PhaseState.SUCCEEDED:
-        return f"previous attempt {previous.attempt} {previous.status.replace('_', ' ')}"
+        return f"previous attempt {previous.attempt} {previous.status.replace('_', ' ')}{_ended_by(previous.error)}"
     if previous.fingerprint != fingerprint:
         # Parts an earlier version wrote are compared like with like: what it did not record is no change.
         reasons = rerun_reasons(previous.fingerprint_parts, parts, defaults=defaults, strict=strict)
@@ -319,6 +319,14 @@ def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], rer
     if reran is not None:
         return f"upstream {reran} re-ran"
     return None
+
+
+def _ended_by(error: str | None) -> str:
+    """": <what ended it>" from a recorded error's first line before its fix (a user's stop reads as one, not as a
+    bare "failed"), at most 200 characters; "" with no error."""
+    lines = (error or "").split(" Fix: ", 1)[0].strip().splitlines()
+    what = lines[0].strip().rstrip(".") if lines else ""
+    return f": {what if len(what) <= 200 else what[:199] + '…'}" if what else ""
 
 
 def approve_plan(store: Store, run: Run, approved_by: str) -> tuple[str, bool]:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the reader and the full store answer the same queries
     from ltx_pipeline.store import PhaseRun, Run, Store
     from ltx_pipeline.store.reader import Record, StoreReader
 
-__all__ = ["QUEUED", "driver_alive", "status_report"]
+__all__ = ["QUEUED", "STOPPED", "driver_alive", "status_report"]
 
 
 def status_report(store: Store | StoreReader | None, workspace: Workspace, run_name: str | None = None, *,
@@ -93,6 +93,12 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
                 phase["summary"] = (f"stage {training['stage']}'s trainer (pid {training['pid']}) ended without "
                                     f"finishing ({training['state']}); `resume` relaunches it from its newest "
                                     "checkpoint")
+    failed_in = next((row.phase for row in latest.values() if row.status == PhaseState.FAILED), None)
+    if state in _STOPPABLE_STATES and training is not None and training["state"] == "stopped" and \
+            (state != RunState.FAILED or failed_in == "train"):  # a later failure (validate, evaluate) is its own
+        # The user stopped its trainer (`ltx-pipeline stop`, the page's Stop): not a failure, whatever the phase row
+        # recorded; `resume` continues from the newest checkpoint pair (#43: one state, one story).
+        state = STOPPED
     subject_row = current_gate(store, run_id)
     approval = _approval(store, run, subject_row)
     findings = probe_findings(latest.get("probe"))
@@ -125,6 +131,9 @@ _BETWEEN_DRIVES = frozenset(state.value for state in RunState)
 _ENDED_TRAINER = ("crashed", "failed", "stopped", "lost")
 # The state status shows for a run in the GPU queue (approved, its engine waiting or gone): not a stored state.
 QUEUED = "queued"
+# The state status shows for a run whose trainer the user stopped (and nothing has run since): not a stored state.
+STOPPED = "stopped"
+_STOPPABLE_STATES = (RunState.FAILED.value, PhaseState.INTERRUPTED.value, PhaseState.DETACHED.value)
 
 # The warnings the engine records when it finds an attempt left running by a dead driver: true when written
 # ("it will re-run"), stale once a later attempt ran. The store keeps what was said; status says what happened.
@@ -215,6 +224,8 @@ def _next_command(workspace: Workspace, run: str, state: str, approval: dict[str
         return f"{fix}; then: ltx-pipeline resume {target}"
     if state == RunState.FINISHED:
         return None
+    if state == STOPPED:
+        return f"ltx-pipeline resume {target}"
     if state == RunState.AWAITING_APPROVAL:
         if approval["state"] == "approved":  # approved since the engine stopped at the gate: only resume is left
             return f"ltx-pipeline resume {target}"

@@ -137,7 +137,9 @@ def test_bad_input_is_recorded_and_reraised_then_retried(setup) -> None:
 
     registry[0].fail_with = None
     report = runner.drive(run, Request())
-    assert store.latest_phase_runs(run.id)["probe"].reason == "previous attempt 1 failed"
+    # The reason names what ended the last attempt (its error's "what" and "where"), not only that it failed.
+    reason = store.latest_phase_runs(run.id)["probe"].reason
+    assert reason == "previous attempt 1 failed: dataset is malformed (data.json)"
     assert report.outcome is Outcome.AWAITING_APPROVAL
 
 

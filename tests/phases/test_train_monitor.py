@@ -116,6 +116,11 @@ def test_stop_is_recorded_as_stopped_by_the_user_and_resume_continues(workspace,
     assert process.status == "stopped" and process.stopped_by_user
     live = live_training(store, run, log_summary=log_summary, query_gpus=False)
     assert live["state"] == "stopped" and live["last_log_line"]
+    capsys.readouterr()
+    assert main(["status", "--workspace", str(workspace), "--json"]) == 0
+    [entry] = json.loads(capsys.readouterr().out)["runs"]  # stopped by the user: not failed, not interrupted
+    assert entry["state"] == "stopped"
+    assert entry["next_command"] == f"ltx-pipeline resume --workspace {workspace.resolve()} --run r1"
     assert stop(workspace=workspace, run_name="r1") == 0  # nothing left to stop: says so
     assert "nothing to stop" in capsys.readouterr().out
     monkeypatch.setenv("LTX_SIMULATED_TIME_SCALE", "0")

@@ -3,8 +3,9 @@
 
 function runRow(run) {
   const training = run.training || {};
-  const phase = ["finished", "failed", "new", "interrupted", "awaiting_approval", "gate_stopped", "detached"]
-    .includes(run.state) ? "" : run.state;
+  // States between phases (and status's views: queued, stopped) name no phase.
+  const phase = ["finished", "failed", "new", "interrupted", "awaiting_approval", "gate_stopped", "detached", "queued",
+    "stopped"].includes(run.state) ? "" : run.state;
   const percent = training.percent;
   const gate = run.state === "awaiting_approval" && run.approval ? `${run.approval.gate} approval` : "";
   return h("tr", {"data-run": run.name},
