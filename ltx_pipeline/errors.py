@@ -28,6 +28,7 @@ __all__ = [
     "LtxPipelineError",
     "PhaseFailed",
     "Refused",
+    "split_line",
     "ResumeRefused",
     "RunFailed",
     "RunLocked",
@@ -62,6 +63,13 @@ class LtxPipelineError(Exception):
         if self.fix:
             text += f" Fix: {self.fix.rstrip('.')}."
         return " ".join(text.split())
+
+
+def split_line(line: str) -> tuple[str, str | None]:
+    """A stored error line (``LtxPipelineError.line``) split back into (what and where, fix), each without its
+    closing full stop; fix None when the line proposes none."""
+    what, marker, fix = line.partition(" Fix: ")
+    return what.strip().rstrip("."), (fix.strip().rstrip(".") or None) if marker else None
 
 
 class BadInput(LtxPipelineError):

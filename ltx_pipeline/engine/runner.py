@@ -26,7 +26,7 @@ from ltx_pipeline.engine.options import RunOptions
 from ltx_pipeline.engine.outputs import StoredOutputs
 from ltx_pipeline.engine.phase import Phase, PhaseResult
 from ltx_pipeline.engine.reporting import Reporter, SilentReporter
-from ltx_pipeline.errors import ApprovalRefused, GateStopped, LtxPipelineError, PhaseFailed
+from ltx_pipeline.errors import ApprovalRefused, GateStopped, LtxPipelineError, PhaseFailed, split_line
 from ltx_pipeline.store import PhaseRun, PhaseState, ProcessState, Run, RunState, Store, saved_id
 from ltx_pipeline.workspace import Workspace
 
@@ -322,10 +322,9 @@ def _why(previous: PhaseRun | None, fingerprint: str, parts: dict[str, Any], rer
 
 
 def _ended_by(error: str | None) -> str:
-    """": <what ended it>" from a recorded error's first line before its fix (a user's stop reads as one, not as a
-    bare "failed"), at most 200 characters; "" with no error."""
-    lines = (error or "").split(" Fix: ", 1)[0].strip().splitlines()
-    what = lines[0].strip().rstrip(".") if lines else ""
+    """": <what ended it>" from a recorded error's first line, its fix left out (a user's stop reads as one, not
+    as a bare "failed"), at most 200 characters; "" with no error."""
+    what = split_line((error or "").strip().split("\n", 1)[0])[0]
     return f": {what if len(what) <= 200 else what[:199] + '…'}" if what else ""
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import psutil
@@ -41,7 +42,7 @@ class RunGpus:
         self.store, self.run_id, self.run_name, self.workspace = store, run_id, run_name, workspace
         self.queue, self.kind = queue, kind
         self.held: list[GpuRef] | None = None
-        self._say: Any = None  # the current phase's narrate: a GPU given back is said when it is
+        self._say: Callable[[str], None] | None = None  # the current phase's narrate: a give-back is said
 
     def claim(self, ctx: Any, span: tuple[int, int] | None = None) -> None:
         """Hold the GPUs a heavy phase needs (``span``: its (least, most), else its launch's processes): keep

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ltx_pipeline.cache.hits import read_hits
 from ltx_pipeline.engine.gates import current_gate
 from ltx_pipeline.engine.lock import driver_on_store
+from ltx_pipeline.errors import split_line
 from ltx_pipeline.gpus.board import gpu_board
 from ltx_pipeline.ltx.modes import MODES, generated_media
 from ltx_pipeline.status.holdout_loss import holdout_loss
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # the reader and the full store answer the same queries
     from ltx_pipeline.store import PhaseRun, Run, Store
     from ltx_pipeline.store.reader import Record, StoreReader
 
-__all__ = ["QUEUED", "STOPPED", "driver_alive", "status_report"]
+__all__ = ["driver_alive", "status_report"]
 
 
 def status_report(store: Store | StoreReader | None, workspace: Workspace, run_name: str | None = None, *,
@@ -55,7 +56,7 @@ def status_report(store: Store | StoreReader | None, workspace: Workspace, run_n
         entry["gpus_held"] = [h for h in board["holders"] if h["run"] == entry["name"]]
         entry["gpu_queue"] = place = next((q for q in board["queue"] if q["run"] == entry["name"]), None)
         if place is not None:  # approved and waiting for GPUs: its stored state is still the gate it passed
-            entry["state"] = QUEUED
+            entry["state"] = _QUEUED
             entry["next_command"] = None if place["engine"] == "waiting" else (
                 f"ltx-pipeline resume --workspace {workspace.root} --run {entry['name']} (its place in the GPU "
                 "queue is kept)")
@@ -93,12 +94,8 @@ def _run_entry(store: Store | StoreReader, workspace: Workspace, run: Run | Reco
                 phase["summary"] = (f"stage {training['stage']}'s trainer (pid {training['pid']}) ended without "
                                     f"finishing ({training['state']}); `resume` relaunches it from its newest "
                                     "checkpoint")
-    failed_in = next((row.phase for row in latest.values() if row.status == PhaseState.FAILED), None)
-    if state in _STOPPABLE_STATES and training is not None and training["state"] == "stopped" and \
-            (state != RunState.FAILED or failed_in == "train"):  # a later failure (validate, evaluate) is its own
-        # The user stopped its trainer (`ltx-pipeline stop`, the page's Stop): not a failure, whatever the phase row
-        # recorded; `resume` continues from the newest checkpoint pair (#43: one state, one story).
-        state = STOPPED
+    if _stopped_by_user(state, training, latest):
+        state = _STOPPED
     subject_row = current_gate(store, run_id)
     approval = _approval(store, run, subject_row)
     findings = probe_findings(latest.get("probe"))
@@ -130,10 +127,18 @@ _BETWEEN_DRIVES = frozenset(state.value for state in RunState)
 # "detached" until a `resume` reads it back: nothing was lost, and nothing is relaunched.
 _ENDED_TRAINER = ("crashed", "failed", "stopped", "lost")
 # The state status shows for a run in the GPU queue (approved, its engine waiting or gone): not a stored state.
-QUEUED = "queued"
+_QUEUED = "queued"
 # The state status shows for a run whose trainer the user stopped (and nothing has run since): not a stored state.
-STOPPED = "stopped"
+_STOPPED = "stopped"
 _STOPPABLE_STATES = (RunState.FAILED.value, PhaseState.INTERRUPTED.value, PhaseState.DETACHED.value)
+
+def _stopped_by_user(state: str, training: dict[str, Any] | None, latest: dict[str, Any]) -> bool:
+    """The user stopped its trainer (`ltx-pipeline stop`, the page's Stop) and nothing ran since: not a failure,
+    whatever the train phase's row recorded (#43: one state, one story). A later phase's failure is its own."""
+    if state not in _STOPPABLE_STATES or training is None or training["state"] != "stopped":
+        return False
+    return state != RunState.FAILED or latest.get("train") is not None and latest["train"].status == PhaseState.FAILED
+
 
 # The warnings the engine records when it finds an attempt left running by a dead driver: true when written
 # ("it will re-run"), stale once a later attempt ran. The store keeps what was said; status says what happened.
@@ -216,15 +221,15 @@ def _failure(rows: Iterable[PhaseRun | Record], state: str) -> str | None:
 def _next_command(workspace: Workspace, run: str, state: str, approval: dict[str, Any],
                   failure: str | None = None) -> str | None:
     target = f"--workspace {workspace.root} --run {run}"
-    if failure and " Fix: " in failure:
+    fix = split_line(failure)[1] if failure else None
+    if fix:
         # A failure that says how to fix it repeats itself on a bare resume: the fix comes first.
-        fix = failure.split(" Fix: ", 1)[1].rstrip(".")
         if "ltx-pipeline " in fix:  # the fix is itself a command (e.g. `resume --apply-fix`)
             return f"{fix} (with {target})"
         return f"{fix}; then: ltx-pipeline resume {target}"
     if state == RunState.FINISHED:
         return None
-    if state == STOPPED:
+    if state == _STOPPED:
         return f"ltx-pipeline resume {target}"
     if state == RunState.AWAITING_APPROVAL:
         if approval["state"] == "approved":  # approved since the engine stopped at the gate: only resume is left

@@ -42,6 +42,7 @@ from ltx_pipeline.trainer_log._generic import (
 from ltx_pipeline.trainer_log._grammar import parse_lines
 from ltx_pipeline.trainer_log._kinds import FAILURE_KINDS, ConfigChange, FixStep
 from ltx_pipeline.trainer_log._launcher import failed_rank_from_summary, strip_launcher_prefixes
+from ltx_pipeline.trainer_log._messages import SLURM_OOM_RE
 from ltx_pipeline.trainer_log._oom_fixes import (
     caching_prompts,
     prompt_caching_oom_fix,
@@ -156,7 +157,7 @@ def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], st
         # The "Killed process N" line names the victim; oom-kill/oom_reaper lines only bracket it.
         killer = next((s for s in reversed(signals) if s.kind == "oom_killer" and "Killed process" in s.text), killer)
         return Failure("host_oom", killer.text, fix=_host_oom_fix(config, kernel=True,
-                                                                  cgroup=bool(_CGROUP_OOM_RE.search(killer.text))))
+                                                                  cgroup=bool(SLURM_OOM_RE.search(killer.text))))
     if killed := last("killed") or last("worker_killed") or last("host_memory"):
         return Failure("host_oom", killed.text, fix=_host_oom_fix(config, kernel=False))
     if exit_code is None and signal is None and not signals and (silent := silent_death_while_loading(lines)):
@@ -292,10 +293,6 @@ def _nan_fix(config: Mapping[str, Any] | None, events: list[Event], evidence: st
         FixStep(None, None, "If NaN persists, decode a few preprocessed latents to check the data."),
     ]
     return _keep(config, steps)
-
-
-# SLURM's lines for its cgroup's OOM handler: the job's memory allowance ran out, which may be far below the host's RAM.
-_CGROUP_OOM_RE = re.compile(r"oom[-_]kill event|task \d+: Out Of Memory|exceeded memory limit")
 
 
 def _host_oom_fix(config: Mapping[str, Any] | None, *, kernel: bool, cgroup: bool = False) -> list[FixStep]:

@@ -144,7 +144,7 @@ SHAPES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"HTTPSConnectionPool\(host='(?:huggingface\.co|hf\.co|cdn-lfs[\w.-]*)'|Failed to resolve "
                 r"'(?:huggingface\.co|hf\.co)'|429 Client Error"), "missing_files", _NETWORK_ADVICE),
     # Compiled kernels and toolchains: xformers' dispatcher, flash-attn's arch check, NumPy's ABI break, bitsandbytes'
-    # CUDA setup, DeepSpeed's op builder, Triton, torchaudio's backend dispatcher, the CUDA runtime's busy device.
+    # CUDA setup, DeepSpeed's op builder, torchaudio's backend dispatcher, the CUDA runtime's busy device.
     (re.compile(r"No operator found for `\w+`|FlashAttention only supports? (?:Ampere|Turing)"),
      "dependency_error", _ATTENTION_KERNEL_ADVICE),
     (re.compile(r"compiled using NumPy 1\.x cannot be run in|_ARRAY_API not found|numpy\.dtype size changed, may "
@@ -154,8 +154,6 @@ SHAPES: tuple[tuple[re.Pattern[str], str, str], ...] = (
      "dependency_error", _BNB_ADVICE),
     (re.compile(r"CUDA_HOME does not exist|Installed CUDA version [\d.]+ does not match the version torch was "
                 r"compiled with"), "dependency_error", _CUDA_TOOLKIT_ADVICE),
-    (re.compile(r"Cannot find a working triton installation|too old to be supported by the triton GPU compiler"),
-     "dependency_error", _TRITON_ADVICE),
     (re.compile(r"Couldn't find appropriate backend to handle uri"), "dependency_error", _AUDIO_BACKEND_ADVICE),
     (re.compile(r"(?i:CUDA-capable devices? (?:is|are|is/are) busy or unavailable)"), "dependency_error",
      _GPU_BUSY_ADVICE),

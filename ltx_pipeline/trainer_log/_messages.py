@@ -37,7 +37,7 @@ from ltx_pipeline.trainer_log._events import (
     WandbRun,
 )
 
-__all__ = ["STATS_ITEM_LINE_RE", "STEP_RE", "message_events", "stats_event", "step_event"]
+__all__ = ["SLURM_OOM_RE", "STATS_ITEM_LINE_RE", "STEP_RE", "message_events", "stats_event", "step_event"]
 
 # Case-insensitive and whitespace-tolerant: the skill greps lower-case, wrapped lines are re-joined.
 STEP_RE = re.compile(
@@ -82,6 +82,11 @@ STATS_ITEM_LINE_RE = re.compile(
 )
 _STATS_REQUIRED = ("total_time_minutes", "steps_per_second", "samples_per_second", "peak_gpu_memory_gb")
 
+# SLURM's cgroup OOM handler: slurmstepd's "Detected 1 oom_kill event in StepId=..." (older: "oom-kill event(s)"),
+# srun's "task 0: Out Of Memory" and "exceeded memory limit (N > M), being killed": the job's RAM, not the GPU (its
+# fix is the job's memory request, not the host's RAM).
+SLURM_OOM_RE = re.compile(r"Detected \d+ oom[-_]kill events?|task \d+: Out Of Memory|exceeded memory limit \(\d+ > "
+                          r"\d+\), being killed")
 # Order matters: the first matching kind wins for a line.
 _ERROR_PATTERNS = (
     ("config_error", re.compile(r"Error: Invalid configuration data:")),
@@ -94,8 +99,7 @@ _ERROR_PATTERNS = (
     # SLURM's cgroup OOM handler: slurmstepd's "Detected 1 oom_kill event in StepId=..." (older: "oom-kill event(s)"),
     # srun's "task 0: Out Of Memory" and "exceeded memory limit (N > M), being killed": the job's RAM, not the GPU.
     ("oom_killer", re.compile(r"(?i:out of memory): Kill(?:ed)? process \d+|oom-kill:|oom_reaper: reaped process|"
-                              r"Detected \d+ oom[-_]kill events?|task \d+: Out Of Memory|exceeded memory limit \(\d+ "
-                              r"> \d+\), being killed")),
+                              + SLURM_OOM_RE.pattern)),
     # The CPU allocator's refusal ("DefaultCPUAllocator: not enough memory: you tried to allocate ..."), Windows'
     # commit limit, C++'s bad_alloc: host memory, before "oom", whose "tried to allocate" it would match.
     ("host_memory", re.compile(r"DefaultCPUAllocator|paging file is too small|std::bad_alloc")),

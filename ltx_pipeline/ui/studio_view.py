@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from ltx_pipeline.errors import split_line
 from ltx_pipeline.ui.run_state import caption_files, open_gate, read_rows, trained_steps
 from ltx_pipeline.workspace import Workspace
 
@@ -68,9 +69,8 @@ def _actions(entry: dict[str, Any], trained: int | None, fix: str | None) -> lis
 def _fix(entry: dict[str, Any]) -> str | None:
     """The fix a failed phase's error proposes (its text after "Fix: "), if any."""
     failed = next((p for p in entry.get("phases", []) if p.get("status") == "failed" and p.get("error")), None)
-    if failed is None or " Fix: " not in failed["error"]:
-        return None
-    return str(failed["error"]).split(" Fix: ", 1)[1].strip() or None
+    fix = split_line(str(failed["error"]))[1] if failed else None
+    return f"{fix}." if fix else None  # shown as a sentence
 
 
 def _audit(store: Store | StoreReader, run: str) -> list[dict[str, Any]]:

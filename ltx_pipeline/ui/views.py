@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ltx_pipeline.engine.outputs import PhaseOutputs
-from ltx_pipeline.errors import BadInput
+from ltx_pipeline.errors import BadInput, split_line
 from ltx_pipeline.outputs.autotune import AutotuneOutputs
 from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
 from ltx_pipeline.outputs.data_check import DataCheckOutputs
@@ -140,9 +140,10 @@ def _failure(entry: dict[str, Any]) -> dict[str, Any] | None:
     evidence = training.get("last_log_line")
     if failed is None and evidence is None:
         return None
-    what, _, fix = (failed["error"] if failed else "").partition(" Fix: ")
-    return {"phase": failed["phase"] if failed else "train", "what": what or f"training {training.get('state')}",
-            "fix": fix or None, "evidence": evidence, "next_command": entry.get("next_command")}
+    what, fix = split_line(failed["error"]) if failed else ("", None)  # shown as sentences, each with its full stop
+    return {"phase": failed["phase"] if failed else "train",
+            "what": f"{what}." if what else f"training {training.get('state')}", "fix": f"{fix}." if fix else None,
+            "evidence": evidence, "next_command": entry.get("next_command")}
 
 
 def _related(runs: list[dict[str, Any]], entry: dict[str, Any], prior: str | None) -> list[dict[str, str]]:
