@@ -76,14 +76,14 @@ def summarise(spans: list[Span], slots: list[tuple[int, ...]]) -> SideBySide | N
 def summary_line(side: SideBySide) -> str:
     """What the slots did, in one paragraph (the narration's and autotune.md's words)."""
     settled = [t for t in side.trials if t.settled]
-    shared = ("no two trials that overlapped in time shared a GPU" if not side.shared else
-              "; ".join(f"trials {a} and {b} overlapped on GPU {gpu}" for a, b, gpu in side.shared))
+    shared = ("; " + "; ".join(f"trials {a} and {b} overlapped on GPU {gpu}" for a, b, gpu in side.shared)
+              if side.shared else ", and no two that overlapped in time shared a GPU" if side.most_at_once > 1 else "")
     spent = (f", of which {side.settled_gpu_seconds:.1f} on {len(settled)} trial(s) stopped as settled by other "
              "results (the sequential sweep would not have run them)" if settled else
              "; no trial was stopped as settled by other results")
     return (f"{len(side.trials)} trial(s) on {len(side.slots)} GPU slot(s) "
-            f"({', '.join(str(slot) for slot in side.slots)}): at most {side.most_at_once} ran at once, and {shared} "
-            "(both measured from each trial's own start and end). Sweep wall time "
+            f"({', '.join(str(slot) for slot in side.slots)}): at most {side.most_at_once} ran at once{shared} "
+            "(measured from each trial's own start and end). Sweep wall time "
             f"{side.wall_seconds:.1f} s (first trial's start to last trial's end); {side.gpu_seconds:.1f} GPU-seconds "
             f"(each trial's seconds x its GPUs){spent}.")
 

@@ -55,4 +55,4 @@ def test_two_trials_at_once_on_their_own_gpus_commit_the_sequential_sweep(tmp_pa
     report = (tmp_path / "ws" / "r" / "autotune.md").read_text()
     assert "## Trials side by side" in report and f"Sweep wall time {wall:.1f} s" in report
     assert f"{gpu_seconds:.1f} GPU-seconds" in report and "at most 2 ran at once" in report
-    assert "no two trials that overlapped in time shared a GPU" in report
+    assert "no two that overlapped in time shared a GPU" in report
