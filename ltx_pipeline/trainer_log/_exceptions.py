@@ -4,12 +4,13 @@ Phrase lists learn one trainer's wording at a time; what every Python program sh
 (``Traceback (most recent call last):``, ``File ...`` frames, then ``module.Type: message``) and the exception
 types of the standard library, torch, huggingface_hub, PIL, safetensors and the schema libraries. So the root
 exception is found structurally (the last traceback's exception; a chained traceback's causes kept; a launcher's
-re-raise such as ``CalledProcessError``, or a traceback cut before its exception line, gives way to the one
-before) and its TYPE, with the standard message shapes of those libraries (``_library_errors``), maps to a
-kind. Exception lines pasted alone (in prose, without a traceback) count too; front ends that drop the type
-("Error running job: <message>") leave the message, which the shapes still read; a paste cut right after the
-last frame's ``raise Type("message")`` source line gives that type and message (Python prints no more than
-that). Input lines have their launcher prefixes stripped already. Pure standard library.
+re-raise such as ``CalledProcessError``, or a traceback cut before its exception line, gives way to the one before,
+and so does a program's own re-raise as the bare ``Exception`` base class, which carries no type of its own, when
+no message shape reads it) and its TYPE, with the standard message shapes of those libraries (``_library_errors``),
+maps to a kind. Exception lines pasted alone (in prose, without a traceback) count too; front ends that drop the
+type ("Error running job: <message>") leave the message, which the shapes still read; a paste cut right after the
+last frame's ``raise Type("message")`` source line gives that type and message (Python prints no more than that).
+Input lines have their launcher prefixes stripped already. Pure standard library.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ class RaisedException(NamedTuple):
     type: str  # dotted as printed ("torch.OutOfMemoryError", "KeyError", "" when a front end dropped it)
     message: str
     line: str  # the exception line as printed
+    # Raised while handling the exception before it: a chain marker ("During handling of the above exception",
+    # "The above exception was the direct cause") since that one, or only blank lines and frames between them.
+    chained: bool = False
 
 
 # "module.sub.TypeName: message" or a bare "TypeName": a capitalised name ending as exception classes do (a private
@@ -63,6 +67,7 @@ def _exceptions(lines: list[str]) -> list[RaisedException]:
     found: list[RaisedException] = []
     in_traceback = False
     last_source = ""  # the newest frame's source line, for a traceback the paste cut before its exception line
+    linked = False  # nothing but frames, blank lines and chain markers since the last exception found
     for raw in lines:
         line = raw.rstrip()
         if line.startswith("Traceback (most recent call last)"):
@@ -73,12 +78,16 @@ def _exceptions(lines: list[str]) -> list[RaisedException]:
                 last_source = line.strip()
             continue  # frames, source lines, carets: inside a traceback or an indented quote
         if line.startswith(_CHAIN_MARKERS):
+            linked = bool(found)
             continue
         if match := _EXCEPTION_RE.match(line):
-            found.append(RaisedException(match.group("type"), (match.group("message") or "").strip(), line))
-            in_traceback = False
+            found.append(RaisedException(match.group("type"), (match.group("message") or "").strip(), line, linked))
+            in_traceback, linked = False, True
         elif (match := _FRONT_END_RE.match(line) or _HTTP_ERROR_RE.match(line)) and not in_traceback:
-            found.append(RaisedException("", match.group("message").strip(), line))
+            found.append(RaisedException("", match.group("message").strip(), line, linked))
+            linked = True
+        else:
+            linked = False
     if in_traceback and (match := _RAISE_RE.match(last_source)):  # cut after the raising frame: it names the error
         found.append(RaisedException(match.group("type"), match.group("message"), last_source))
     return found
@@ -91,21 +100,33 @@ _CACHED_KEY_RE = re.compile(
 
 def exception_failure(lines: list[str]) -> Finding | None:
     """The kind the root exception's type or message shape implies, with its advice; None when neither maps."""
-    found = root_exception(lines)
-    if found is None:
-        return None
+    candidates = _exceptions(lines)
+    index = next((i for i in range(len(candidates) - 1, -1, -1)
+                  if candidates[i].type.rsplit(".", 1)[-1] not in _WRAPPERS), None)
+    while index is not None:
+        found = candidates[index]
+        mapped = _mapped(found)
+        if mapped == "crash":
+            return None  # a known crash mechanism (a full disk, a kernel fault): its type does not name the kind
+        if isinstance(mapped, tuple):
+            kind, advice = mapped
+            evidence = found.line.strip()
+            return Finding(kind, evidence, [FixStep(None, None, advice.format(evidence=evidence))])
+        # A program's re-raise as the bare base class names no kind of its own: the exception it handled does.
+        index = index - 1 if found.type == "Exception" and found.chained and index > 0 else None
+    return None
+
+
+def _mapped(found: RaisedException) -> tuple[str, str] | str | None:
+    """(kind, advice) for one exception; "crash" for a known crash mechanism; None when nothing reads it."""
     short = found.type.rsplit(".", 1)[-1]
-    evidence = found.line.strip()
     mapped = next(((kind, advice) for pattern, kind, advice in SHAPES if pattern.search(found.message)), None)
     if mapped is None and crash_advice(found.message):
-        return None  # a known crash mechanism (a full disk, a kernel fault): its type does not name the kind
+        return "crash"
     if mapped is None and short in TYPES:
         mapped = TYPES[short]
     if mapped is None and short == "KeyError" and _CACHED_KEY_RE.match(found.message):
         mapped = ("stale_embeddings", STALE_ADVICE)
     if mapped is None and short in ("ValidationError",) and found.type != short:
         mapped = ("config_error", CONFIG_ADVICE)  # pydantic's, jsonschema's, omegaconf's: a schema refused data
-    if mapped is None:
-        return None
-    kind, advice = mapped
-    return Finding(kind, evidence, [FixStep(None, None, advice.format(evidence=evidence))])
+    return mapped

@@ -45,6 +45,13 @@ _NETWORK_ADVICE = ("The Hugging Face Hub could not be reached or refused the dow
                    "(a proxy: HTTPS_PROXY; a mirror: HF_ENDPOINT), log in (`huggingface-cli login`, or HF_TOKEN) to "
                    "lift anonymous rate limits, or download the model once and point the config at the local "
                    "folder.")
+# requests' raise_for_status ("404 Client Error: Not Found for url: ...") and huggingface_hub's hf_raise_for_status
+# ("Repository Not Found for url", "Entry Not Found for url"): the server has nothing at that address.
+_NOT_THERE_ADVICE = ("The server has no repo or file at the address the trainer asked for ({evidence}): the repo id, "
+                     "file name or revision is wrong, or the repo was renamed or removed by its owner (a private or "
+                     "gated one answers so without a token that has access: `huggingface-cli login`, or HF_TOKEN); "
+                     "look the address up on huggingface.co, point the config at the current repo (or a copy of "
+                     "it), or download the files and point the config at the local folder.")
 _OFFLINE_ADVICE = ("The files are not in the local Hugging Face cache and downloads are turned off ({evidence}): "
                    "unset HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE (or local_files_only) once to fetch them, or point "
                    "the config at a folder that holds them.")
@@ -143,6 +150,8 @@ SHAPES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"outgoing traffic has been disabled|offline mode is enabled"), "missing_files", _OFFLINE_ADVICE),
     (re.compile(r"HTTPSConnectionPool\(host='(?:huggingface\.co|hf\.co|cdn-lfs[\w.-]*)'|Failed to resolve "
                 r"'(?:huggingface\.co|hf\.co)'|429 Client Error"), "missing_files", _NETWORK_ADVICE),
+    (re.compile(r"\b(?:404|410) Client Error\b|\b(?:Repository|Entry|Revision) Not Found for url\b"), "missing_files",
+     _NOT_THERE_ADVICE),
     # Compiled kernels and toolchains: xformers' dispatcher, flash-attn's arch check, NumPy's ABI break, bitsandbytes'
     # CUDA setup, DeepSpeed's op builder, torchaudio's backend dispatcher, the CUDA runtime's busy device.
     (re.compile(r"No operator found for `\w+`|FlashAttention only supports? (?:Ampere|Turing)"),

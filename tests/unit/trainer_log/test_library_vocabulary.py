@@ -235,3 +235,56 @@ def test_a_collective_timeout_alone_gets_its_advice_but_the_gpu_oom_that_caused_
         "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity "
         "of 79.19 GiB of which 1.02 GiB is free.", timeout])
     assert (failure.kind, failure.rank) == ("oom_training", 1)
+
+
+# Batch 11 (issue 43, point 10). requests/models.py Response.raise_for_status: "%s Client Error: %s for url: %s";
+# huggingface_hub/utils/_http.py hf_raise_for_status: "404 Client Error. (Request ID: ...)" and "Entry/Repository/
+# Revision Not Found for url: ...". A 404 or 410 is an address the server has nothing at: a repo or file that is not
+# there (renamed, removed, mistyped), whatever the exception class that carries it.
+@pytest.mark.parametrize("line", [
+    "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: https://huggingface.co/api/models/org/model",
+    "requests.exceptions.HTTPError: 410 Client Error: Gone for url: https://example.org/weights/model.safetensors",
+    "huggingface_hub.errors.HfHubHTTPError: 404 Client Error. (Request ID: Root=1-6700) Entry Not Found for url: "
+    "https://huggingface.co/org/model/resolve/main/vae/config.json.",
+])
+def test_an_address_the_server_has_nothing_at_is_a_missing_repo_or_file(line: str) -> None:
+    failure = _read(line)
+    assert (failure.kind, failure.evidence) == ("missing_files", line)
+    assert "no repo or file at the address" in failure.fix[0].reason and "HF_TOKEN" in failure.fix[0].reason
+    # Near misses: the server failing, and another number that merely contains 404.
+    for near_miss in ("requests.exceptions.HTTPError: 500 Server Error: Internal Server Error for url: "
+                      "https://huggingface.co/api/models/org/model",
+                      "requests.exceptions.HTTPError: 4040 Client Errors counted in the proxy log"):
+        assert _read(near_miss).kind == "crash", near_miss
+
+
+# A program that catches a library's exception and raises the bare base class ``raise Exception(f"could not load
+# model: {name}")`` adds a sentence but no type: the exception it handled (Python's chain markers, or a paste that
+# keeps the two exception lines together) names the kind. A typed re-raise, or an earlier exception that is not
+# the one handled, is not read through.
+_CAUSE = ("OSError: org/model is not a local folder and is not a valid model identifier listed on "
+          "'https://huggingface.co/models'")
+_WRAPPER = "Exception: could not load model: org/model"
+
+
+@pytest.mark.parametrize("lines", [
+    _TRACEBACK + [_CAUSE, "", "The above exception was the direct cause of the following exception:", "",
+                  *_TRACEBACK, _WRAPPER],
+    _TRACEBACK + [_CAUSE, "", "During handling of the above exception, another exception occurred:", "",
+                  *_TRACEBACK, _WRAPPER],
+    ["```", _CAUSE, _WRAPPER, "```"],
+])
+def test_a_re_raise_as_the_bare_exception_class_gives_way_to_the_exception_it_handled(lines: list[str]) -> None:
+    failure = classify_failure(None, None, lines)
+    assert (failure.kind, failure.evidence) == ("missing_files", _CAUSE)
+
+
+@pytest.mark.parametrize("lines", [
+    # A typed re-raise is read as itself.
+    _TRACEBACK + [_CAUSE, "", "The above exception was the direct cause of the following exception:", "",
+                  *_TRACEBACK, "RuntimeError: could not load model: org/model"],
+    # An earlier exception the program went on from, then a later failure of its own.
+    _TRACEBACK + [_CAUSE, "Falling back to the bundled model.", *_TRACEBACK, _WRAPPER],
+])
+def test_a_typed_re_raise_or_an_unrelated_earlier_exception_is_not_read_through(lines: list[str]) -> None:
+    assert classify_failure(None, None, lines).kind == "crash"
