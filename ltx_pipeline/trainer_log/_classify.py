@@ -30,7 +30,7 @@ from ltx_pipeline.trainer_log._detect import (
 )
 from ltx_pipeline.trainer_log._dropped import dropped_items_failure
 from ltx_pipeline.trainer_log._events import ErrorSignal, Event, StepEvent
-from ltx_pipeline.trainer_log._exceptions import exception_failure, root_exception
+from ltx_pipeline.trainer_log._exceptions import exception_failure, logged_error_failure, root_exception
 from ltx_pipeline.trainer_log._generic import (
     config_parse_failure,
     empty_dataset_failure,
@@ -166,7 +166,8 @@ def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], st
         return killed_by
     if raised := exception_failure(lines):  # no phrase known: the root exception's type and message shape
         return Failure(raised.kind, raised.evidence, fix=raised.fix)
-    if dropped := dropped_items_failure(lines):  # skipped files or missing caches, and no exception after them
+    if (dropped := dropped_items_failure(lines)) or (  # skipped files or missing caches, no exception after them
+            dropped := logged_error_failure(lines, [s.text for s in signals if s.kind == "logged_error"])):
         return Failure(dropped.kind, dropped.evidence, fix=dropped.fix)
     evidence = _crash_evidence(lines, signals, exit_code, signal)
     # A mechanism the libraries name (a kernel fault, a full disk, a collective timeout): its advice; else generic.

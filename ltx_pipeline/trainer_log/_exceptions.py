@@ -23,7 +23,7 @@ from ltx_pipeline.trainer_log._detect import Finding
 from ltx_pipeline.trainer_log._kinds import FixStep
 from ltx_pipeline.trainer_log._library_errors import CONFIG_ADVICE, SHAPES, STALE_ADVICE, TYPES
 
-__all__ = ["RaisedException", "exception_failure", "root_exception"]
+__all__ = ["RaisedException", "exception_failure", "logged_error_failure", "root_exception"]
 
 
 class RaisedException(NamedTuple):
@@ -115,6 +115,19 @@ def exception_failure(lines: list[str]) -> Finding | None:
         # A program's re-raise as the bare base class names no kind of its own: the exception it handled does.
         index = index - 1 if found.type == "Exception" and found.chained and index > 0 else None
     return None
+
+
+def logged_error_failure(lines: list[str], messages: list[str]) -> Finding | None:
+    """The last logged ERROR record of a log that shows no exception: the message shapes read its text as they read
+    an exception's (front ends such as kohya's GUI log their refusals at ERROR level and print no traceback)."""
+    if not messages or _exceptions(lines):
+        return None
+    mapped = _mapped(RaisedException("", messages[-1].strip(), messages[-1].strip()))
+    if not isinstance(mapped, tuple):
+        return None
+    kind, advice = mapped
+    evidence = messages[-1].strip()
+    return Finding(kind, evidence, [FixStep(None, None, advice.format(evidence=evidence))])
 
 
 def _mapped(found: RaisedException) -> tuple[str, str] | str | None:

@@ -35,8 +35,10 @@ _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _CLOCK = r"\d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
 _STAMP = rf"\d{{4}}[-/]\d{{2}}[-/]\d{{2}}[ T]{_CLOCK}(?:Z|[+-]\d{{2}}:?\d{{2}})?"
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
+_CLOCK_ONLY = r"\d{2}:\d{2}:\d{2}(?:[.,-]\d{3,6})?"
 _HEADER_RE = re.compile(
     rf"^(?:\[{_STAMP}\]|{_STAMP}|\[{_CLOCK}\])\s*(?:\|\s*|-\s+)?"  # a date and time (bracketed or not)
+    rf"|^{_CLOCK_ONLY}\s+(?={_LEVEL}\b)"  # a bare clock before the level column: kohya_ss GUI's "09:55:45-587320 "
     rf"|^\[{_LEVEL}\]\s*"  # [ERROR]
     rf"|^{_LEVEL}:(?:[\w.<>\-]+:)?\s?(?=\S)"  # Python logging's default "ERROR:name.space:"
     rf"|^{_LEVEL}\s*\|\s*(?:[\w.<>\-]+:[\w.<>\-]+:\d+\s+-\s+)?"  # loguru's "ERROR    | mod:func:12 - "

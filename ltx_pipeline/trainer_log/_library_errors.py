@@ -28,6 +28,9 @@ CONFIG_ADVICE = ("The trainer's config or command line was refused ({evidence}):
 _DATASET_ADVICE = ("The dataset gave the trainer nothing to train on ({evidence}): check that the dataset path points "
                    "where the files are, in the layout and with the extensions the trainer reads, and that buckets "
                    "and batch size leave samples.")
+_LAYOUT_ADVICE = ("The trainer refused how the dataset's folders are laid out or named ({evidence}): put the samples "
+                  "where its documented folder structure expects them (kohya's scripts and GUI: the folder given is "
+                  "the parent of `<repeats>_<name>` folders, which hold the images and captions).")
 _HOST_ADVICE = ("The host (CPU) ran out of memory, not the GPU ({evidence}): free RAM, add swap (on Windows a larger "
                 "page file), lower the data loader's workers, or load a smaller (quantized) checkpoint.")
 _NOTHING_TRAINABLE_ADVICE = ("Nothing in the model is trainable ({evidence}): the adapter config (LoRA/LyCORIS "
@@ -188,6 +191,11 @@ SHAPES: tuple[tuple[re.Pattern[str], str, str], ...] = (
                 r"required (?:key|property|option|argument)"), "config_error", CONFIG_ADVICE),
     # torch.optim's refusal of an empty parameter list: the adapter selected no weight to train.
     (re.compile(r"optimizer got an empty parameter list"), "config_error", _NOTHING_TRAINABLE_ADVICE),
+    # A refusal of the dataset's folder layout or naming, as trainers and their front ends word it: "<image|dataset|
+    # train data> folder(s)/director(y|ies) ... name pattern/naming/structure/layout", "folder structure".
+    (re.compile(r"(?i)\b(?:images?|data ?sets?|train(?:ing)?(?:[ _]data)?|instance|class|videos?|reg(?:ularization)?)"
+                r"[ _]?(?:folders?|director(?:y|ies)|dirs?)\b.{0,80}?\b(?:name patterns?|naming|structure|layout)\b|"
+                r"\bfolder (?:structure|layout|naming)\b"), "dataset_error", _LAYOUT_ADVICE),
     # An empty dataset: "no <items> found/discovered/loaded/...", "0 images found", "dataset ... is empty". A media
     # file that exists and does not decode is left to the crash it raises (tests/unit/trainer_log/test_missing_media).
     (re.compile(r"(?i)\bno (?:valid |training |usable )?(?:images?|videos?|samples?|files?|data|items?|captions?|"

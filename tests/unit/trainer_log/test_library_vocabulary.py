@@ -288,3 +288,47 @@ def test_a_re_raise_as_the_bare_exception_class_gives_way_to_the_exception_it_ha
 ])
 def test_a_typed_re_raise_or_an_unrelated_earlier_exception_is_not_read_through(lines: list[str]) -> None:
     assert classify_failure(None, None, lines).kind == "crash"
+
+
+
+# Batch 12. A trainer or its front end refusing the dataset's folder layout or naming, in the shapes they print it:
+# a record in Rich's level column (sd-scripts' and musubi-tuner's "<date> <time> ERROR    <message>   <file.py:N>",
+# kohya_ss GUI's "HH:MM:SS-ffffff ERROR    <message>") with no traceback after it, or a raised exception.
+@pytest.mark.parametrize("line", [
+    "09:14:02-118270 ERROR    The training data directory layout is not supported: /data/img",
+    "2024-09-21 11:00:40 ERROR    Dataset folders do not follow the naming <repeats>_<name>: /data/img/girl"
+    "        config_util.py:412",
+    "ValueError: image directory /data/img has an unexpected structure; expected one subfolder per concept",
+])
+def test_a_refusal_of_the_dataset_s_folder_layout_is_a_dataset_error(line: str) -> None:
+    failure = classify_failure(None, None, ["Loading settings...", line])
+    assert failure.kind == "dataset_error" and "folder structure" in failure.fix[0].reason, line
+
+
+@pytest.mark.parametrize("lines", [
+    # A front end announcing the layout it built, then a failure of another kind: the layout is not the cause.
+    ["09:14:02-118270 INFO     Done creating kohya_ss training folder structure at /data/run...",
+     *_TRACEBACK, "RuntimeError: CUDA error: an illegal memory access was encountered"],
+    # A folder named in an error about something else.
+    ["09:14:02-118270 ERROR    Output directory /data/out is not writable: check the disk"],
+    # The same refusal only as a warning, then a failure of its own.
+    ["2024-09-21 11:00:40 WARNING  image folder /data/img/x has no <repeats>_ prefix in its naming; skipped",
+     *_TRACEBACK, "RuntimeError: CUDA error: an illegal memory access was encountered"],
+])
+def test_a_folder_named_in_another_message_is_not_a_layout_refusal(lines: list[str]) -> None:
+    assert classify_failure(None, None, lines).kind != "dataset_error"
+
+
+# A log that ends in an ERROR record in Rich's level column and shows no exception: the record's text is read by the
+# same message shapes as an exception's (here huggingface_hub's HTTP 404 wording, a "pip install" hint); an
+# exception in the log still decides over the record.
+@pytest.mark.parametrize(("record", "kind"), [
+    ("404 Client Error: Not Found for url: https://huggingface.co/api/models/org/gone", "missing_files"),
+    ("bitsandbytes is not installed; run pip install bitsandbytes", "dependency_error"),
+])
+def test_an_error_record_with_no_exception_is_read_by_the_message_shapes(record: str, kind: str) -> None:
+    lines = ["09:14:01-002154 INFO     Loading settings...", f"09:14:02-118270 ERROR    {record}"]
+    failure = classify_failure(None, None, [*lines, "Training has ended."])
+    assert (failure.kind, failure.evidence) == (kind, record)
+    with_exception = [*lines, *_TRACEBACK, "RuntimeError: CUDA error: unspecified launch failure"]
+    assert classify_failure(None, None, with_exception).kind == "crash"
