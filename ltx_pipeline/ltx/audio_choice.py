@@ -27,7 +27,7 @@ from ltx_pipeline.ltx.config_patch import Patch
 from ltx_pipeline.ltx.modes import Mode
 
 __all__ = ["AUDIO_CHOICE_MODES", "VIDEO_ONLY_TARGETS", "AudioPlan", "audio_option_problem", "decide_audio",
-           "trained_mode", "video_only_patches"]
+           "preprocess_flags", "trained_mode", "video_only_patches"]
 
 #: Modes whose template generates audio beside video: the only ones where dropping audio keeps the mode's meaning
 #: (a2v is conditioned on audio, v2a generates only audio, av2av's reference audio would be orphaned: use v2v).
@@ -191,6 +191,12 @@ def trained_mode(mode: Mode, audio: AudioPlan | Mapping[str, Any] | None) -> Mod
         return mode
     return replace(mode, precomputed_dirs=tuple(d for d in mode.precomputed_dirs if "audio" not in d),
                    generates_audio=False)
+
+
+def preprocess_flags(mode: Mode) -> list[str]:
+    """The flags ``process_dataset.py`` needs for ``mode`` as trained: ``--skip-audio`` when training reads no
+    audio latents (a video-only run), so the sound of clips that have it is not encoded for nothing."""
+    return [] if mode.audio_run else ["--skip-audio"]
 
 
 def video_only_patches(training_mode: str) -> list[Patch]:

@@ -126,8 +126,9 @@ def data_identity(model: Mapping[str, Any], text_encoder: Mapping[str, Any], buc
 
 def identity_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, str]:
     """What differs between two ``data_identity`` records: part (``model``, ``text encoder``,
-    ``buckets``, ``flags``) -> ``old -> new``; empty when they match."""
-    if recorded.get("digest") == current.get("digest"):
+    ``buckets``, ``flags``) -> ``old -> new``; empty when they match, or when ``recorded`` holds all that
+    ``current`` asks for (made with the sound encoded, for a run that skips it: see ``_holds_without_audio``)."""
+    if recorded.get("digest") == current.get("digest") or _holds_without_audio(recorded, current):
         return {}
     changes: dict[str, str] = {}
     for part, label in (("model", "model"), ("text_encoder", "text encoder")):
@@ -141,6 +142,19 @@ def identity_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) ->
     if recorded.get("version") != current.get("version"):
         changes.setdefault("record", f"version {recorded.get('version')} -> {current.get('version')}")
     return changes or {"record": "digest differs"}
+
+
+def _holds_without_audio(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    """``recorded`` differs from ``current`` only in lacking ``--skip-audio``: the same latents and conditions with
+    the sound's latents besides, which a video-only run does not read (folders made before its stages skipped the
+    sound, or by an audio run of the same data, are reused rather than encoded again)."""
+    old, new = recorded.get("flags") or {}, current.get("flags") or {}
+    old_extra, new_extra = set(old.get("extra") or ()), set(new.get("extra") or ())
+    same = all(recorded.get(part) == current.get(part) for part in ("version", "buckets")) and all(
+        (recorded.get(part) or {}).get("content") == (current.get(part) or {}).get("content")
+        for part in ("model", "text_encoder"))  # the contents, as the digest covers them (not the paths)
+    return (same and old.get("trigger") == new.get("trigger") and "--skip-audio" in new_extra
+            and old_extra == new_extra - {"--skip-audio"})
 
 
 def _compact(value: Any) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 from ltx_pipeline.cache import CacheKey, EntryStore, Miss, Modality, explain_miss
 from ltx_pipeline.cache.hits import stage_label
 from ltx_pipeline.env_names import LATENT_CACHE_ENV
+from ltx_pipeline.ltx.audio_choice import preprocess_flags
 from ltx_pipeline.ltx.autotune import search_space
 from ltx_pipeline.ltx.buckets import Bucket, format_buckets
 from ltx_pipeline.ltx.modes import Mode
@@ -135,12 +136,12 @@ def run_steps(paths: RunPaths, metadata_file: Path, stages: Sequence[tuple[Bucke
     """The run's stages to preprocess (``stages`` numbered from 1 as the data check numbers them; ``reuse_first``:
     stage 1 is your own verified folder) and autotune's sanity set (``sanity`` rows at the largest bucket, the
     sound skipped for a video-only run; None: no trial runs)."""
-    steps = tuple(Step(index, metadata_file, buckets, stage_folder(paths.dataset, index))
+    flags = tuple(preprocess_flags(mode))  # a video-only run encodes no sound, in its stages as in its sanity set
+    steps = tuple(Step(index, metadata_file, buckets, stage_folder(paths.dataset, index), flags)
                   for index, buckets in enumerate(stages, start=1) if not (index == 1 and reuse_first))
     if sanity is None or not stages:
         return steps, None
     largest = max((b for buckets in stages for b in buckets), key=lambda b: b.tokens)
-    flags = () if mode.audio_run else ("--skip-audio",)
     return steps, Sanity(largest, sanity, paths.overfit / ".precomputed", flags, metadata_file)
 
 

@@ -268,7 +268,8 @@ def _verify_existing(ctx: Any, output_dir: Path, identity: dict[str, Any], label
                     f"{model_label(identity['model'])}; reusing it.")
         if legacy:
             _record(ctx, output_dir, identity)
-        return {**_summary(report, reused=True), "data_identity": identity["digest"]}
+        held = identity if legacy or recorded is None else recorded  # what the folder holds (it may hold more)
+        return {**_summary(report, reused=True), "data_identity": held["digest"]}
     mismatch = next((c for c in report.checks if c.code in ("shape-mismatch", "bad-sample")), None)
     if mismatch is not None:
         if not own:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ltx_pipeline.cache import Modality
-from ltx_pipeline.ltx.audio_choice import trained_mode
+from ltx_pipeline.ltx.audio_choice import preprocess_flags, trained_mode
 from ltx_pipeline.ltx.buckets import Bucket, parse_buckets
 from ltx_pipeline.ltx.modes import Mode, get_mode
 from ltx_pipeline.outputs.config_patch import ConfigPatchOutputs
@@ -39,8 +39,8 @@ __all__ = ["StagePreprocess", "prepare_sanity_set", "sanity_rows_from_stage"]
 
 @dataclass(frozen=True)
 class StagePreprocess:
-    """A stage's full-set preprocessing, with the arguments its launch gives ``preprocess`` (no extra flags:
-    the folder's identity is the one train verifies)."""
+    """A stage's full-set preprocessing, with the arguments its launch gives ``preprocess`` (the mode's flags
+    alone, ``--skip-audio`` for a video-only run: the folder's identity is the one train verifies)."""
 
     mode: Mode
     metadata_file: Path
@@ -63,14 +63,16 @@ class StagePreprocess:
     def run(self, ctx: Any) -> dict[str, Any]:
         return preprocess(ctx, mode=self.mode, metadata_file=self.metadata_file, buckets=self.buckets,
                           output_dir=self.output_dir, stage=self.stage, model_path=self.model_path,
-                          text_encoder_path=self.text_encoder_path, pairing=self.pairing, extra_flags=[])
+                          text_encoder_path=self.text_encoder_path, pairing=self.pairing,
+                          extra_flags=preprocess_flags(self.mode))
 
     def plan(self, ctx: Any) -> CachePlan | None:
         """The stage's cache plan as ``preprocess`` makes it (None: preprocessed whole, by one script)."""
         if not _inside(self.output_dir, ctx.paths.root):
             return None
         return plan_stage(ctx, mode=self.mode, metadata_file=self.metadata_file, buckets=self.buckets,
-                          extra_flags=[], files=model_files(ctx.workspace, self.model_path, self.text_encoder_path))
+                          extra_flags=preprocess_flags(self.mode),
+                          files=model_files(ctx.workspace, self.model_path, self.text_encoder_path))
 
 
 def prepare_sanity_set(ctx: LtxContext, max_batch: int) -> str:
@@ -96,7 +98,7 @@ def prepare_sanity_set(ctx: LtxContext, max_batch: int) -> str:
     preprocess(ctx, mode=mode, metadata_file=subset, buckets=buckets, output_dir=Path(sanity.preprocessed_root),
                stage=0, model_path=patch.model_path, text_encoder_path=patch.text_encoder_path,
                pairing=data.conditions_pairing.model_dump(mode="json") if data.conditions_pairing else None,
-               extra_flags=[] if mode.audio_run else ["--skip-audio"])
+               extra_flags=preprocess_flags(mode))
     return sanity.preprocessed_root
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from ltx_pipeline.backends.base import Nodes
 from ltx_pipeline.engine.journal import ConfigChangedSinceValidation, ProcessHandle, ValidatedConfig
 from ltx_pipeline.errors import Refused
-from ltx_pipeline.ltx.audio_choice import trained_mode
+from ltx_pipeline.ltx.audio_choice import preprocess_flags, trained_mode
 from ltx_pipeline.ltx.buckets import parse_buckets
 from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.ltx.hub import require_token
@@ -157,7 +157,7 @@ def _preprocess(stage: TrainingStage) -> None:
                buckets=parse_buckets(data_stage.buckets), output_dir=Path(data_stage.preprocessed_root),
                stage=stage.index, model_path=patch.model_path, text_encoder_path=patch.text_encoder_path,
                pairing=data.conditions_pairing.model_dump(mode="json") if data.conditions_pairing else None,
-               extra_flags=[])
+               extra_flags=preprocess_flags(mode))
 
 
 def _validate_for_launch(stage: TrainingStage) -> ValidatedConfig:

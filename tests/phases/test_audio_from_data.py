@@ -96,3 +96,8 @@ def test_a_half_silent_folder_stops_at_the_plan_gate_and_each_choice_trains_what
     assert _outputs(workspace, "data_check", "r2")["samples"] == 4
     summary = (workspace / "r2" / "outputs" / "run-summary.md").read_text()
     assert "(4 sample(s) trained on;" in summary and "Warning" not in summary
+    # Its preprocessing encoded no sound, not even for the two clips that have it (--skip-audio), in its stage as in
+    # the sanity set: the audio VAE's time and files would be spent on latents the video-only trainer never reads.
+    latents = [p for p in (workspace / "r2" / "dataset").rglob("*.pt") if "latents" in p.parts]
+    assert len({p.name for p in latents}) == 4, latents
+    assert not [p for p in (workspace / "r2").rglob("*.pt") if "audio_latents" in p.parts]

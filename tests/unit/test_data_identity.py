@@ -123,3 +123,50 @@ def test_a_users_own_folder_made_with_another_model_is_refused_and_left_alone(se
     assert "made with another model" in str(error) and "base-0.safetensors (" in str(error)
     assert "base-1.safetensors (" in str(error) and "--fresh-preprocess" in error.line()
     assert files_of(mine) == before and s.ctx.journal.runs == 0
+
+
+def test_a_folder_made_with_the_sound_serves_a_video_only_run_and_not_the_reverse(setup) -> None:
+    """A stage preprocessed with its clips' sound (an audio run, or a run from before a video-only run's stages
+    skipped it) holds every latent a video-only run reads: reused, nothing encoded again, and the summary names
+    what the folder holds. A folder made without the sound cannot serve an audio run: preprocessed again."""
+    from ltx_pipeline.ltx.audio_choice import preprocess_flags, trained_mode
+
+    s = setup
+    output = s.ctx.paths.dataset / ".precomputed"
+    with_sound = run_step(s, output, s.a)
+    assert list((output / "audio_latents").rglob("*.pt"))  # the clips have sound: encoded
+    video_only = trained_mode(get_mode("t2v"), {"trains": "video"})
+    assert preprocess_flags(video_only) == ["--skip-audio"] and preprocess_flags(get_mode("t2v")) == []
+    reused = preprocess(s.ctx, mode=video_only, metadata_file=s.dataset, buckets=parse_buckets("64x64x17"),
+                        output_dir=output, stage=1, model_path=s.a, text_encoder_path=s.a, pairing=None,
+                        extra_flags=preprocess_flags(video_only))
+    assert reused["reused"] and reused["data_identity"] == with_sound["data_identity"] and s.ctx.journal.runs == 1
+
+    silent = s.ctx.paths.dataset / ".precomputed-video"
+    made = preprocess(s.ctx, mode=video_only, metadata_file=s.dataset, buckets=parse_buckets("64x64x17"),
+                      output_dir=silent, stage=1, model_path=s.a, text_encoder_path=s.a, pairing=None,
+                      extra_flags=preprocess_flags(video_only))
+    assert not made["reused"] and not list((silent / "audio_latents").rglob("*.pt"))  # no sound encoded
+    again = run_step(s, silent, s.a)  # an audio run needs the sound: the folder is made again
+    assert not again["reused"] and list((silent / "audio_latents").rglob("*.pt"))
+
+
+@pytest.mark.parametrize("recorded_flags, current_flags, trigger_same, serves", [
+    ([], ["--skip-audio"], True, True),
+    (["--vae-tiling"], ["--skip-audio", "--vae-tiling"], True, True),
+    ([], ["--skip-audio"], False, False),  # other captions: never
+    (["--skip-audio"], [], True, False),  # no sound in the folder, the run wants it
+    ([], ["--skip-audio", "--vae-tiling"], True, False),  # other latents
+    (["--vae-tiling"], ["--skip-audio"], True, False),
+])
+def test_only_a_missing_skip_audio_is_a_difference_that_serves(recorded_flags: list[str], current_flags: list[str],
+                                                               trigger_same: bool, serves: bool) -> None:
+    from ltx_pipeline.ltx.data_identity import identity_changes
+
+    model = {"kind": "file", "path": "/m.safetensors", "content": "sha256:" + "a" * 64}
+    recorded = data_identity(model, model, "64x64x17", trigger="tok", flags=recorded_flags)
+    current = data_identity({**model, "path": "/elsewhere/m.safetensors"}, model, "64x64x17",
+                            trigger="tok" if trigger_same else "other", flags=current_flags)
+    assert (identity_changes(recorded, current) == {}) is serves
+    other_buckets = data_identity(model, model, "96x64x17", trigger="tok", flags=current_flags)
+    assert identity_changes(recorded, other_buckets)  # a superset of sound never hides other buckets
