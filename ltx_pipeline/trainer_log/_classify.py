@@ -30,7 +30,12 @@ from ltx_pipeline.trainer_log._detect import (
 )
 from ltx_pipeline.trainer_log._dropped import dropped_items_failure
 from ltx_pipeline.trainer_log._events import ErrorSignal, Event, StepEvent
-from ltx_pipeline.trainer_log._exceptions import exception_failure, logged_error_failure, root_exception
+from ltx_pipeline.trainer_log._exceptions import (
+    exception_failure,
+    logged_error_failure,
+    missing_program_failure,
+    root_exception,
+)
 from ltx_pipeline.trainer_log._generic import (
     config_parse_failure,
     empty_dataset_failure,
@@ -41,7 +46,7 @@ from ltx_pipeline.trainer_log._generic import (
 )
 from ltx_pipeline.trainer_log._grammar import parse_lines
 from ltx_pipeline.trainer_log._kinds import FAILURE_KINDS, ConfigChange, FixStep
-from ltx_pipeline.trainer_log._launcher import failed_rank_from_summary, strip_launcher_prefixes
+from ltx_pipeline.trainer_log._launcher import error_records, failed_rank_from_summary, strip_launcher_prefixes
 from ltx_pipeline.trainer_log._messages import SLURM_OOM_RE
 from ltx_pipeline.trainer_log._oom_fixes import (
     caching_prompts,
@@ -105,7 +110,8 @@ def classify_failure(exit_code: int | None, signal: int | None, log_tail: list[s
     err_lines, err_ranks = strip_launcher_prefixes(list(stderr_tail or []))
     lines, ranks = log_lines + err_lines, log_ranks + err_ranks
     finding = find_phase(lines, initial_validation=initial_validation)
-    failure = _classify(exit_code, signal, log_lines, err_lines, config, finding.phase)
+    logged = error_records(list(log_tail) + list(stderr_tail or []))  # records a logging header marks as errors
+    failure = _classify(exit_code, signal, log_lines, err_lines, config, finding.phase, logged)
     return replace(failure, phase=finding.phase, phase_evidence=finding.witness,
                    rank=_failing_rank(lines, ranks, failure.evidence))
 
@@ -119,7 +125,7 @@ def _failing_rank(lines: list[str], ranks: list[int | None], evidence: str) -> i
 
 
 def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], stderr_tail: list[str],
-              config: Mapping[str, Any] | None, phase: str | None) -> Failure:
+              config: Mapping[str, Any] | None, phase: str | None, logged: list[str]) -> Failure:
     lines = log_tail + stderr_tail
     if exit_code is None and signal is None:
         signal = signal_from_launcher(lines)  # a log from outside the engine: its launcher names the signal
@@ -144,6 +150,8 @@ def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], st
         evidence = shm.text if shm else f"terminated by SIGBUS (exit code {exit_code}, signal {signal})"
         return Failure("shm_bus_error", evidence, fix=_shm_fix(config))
     if missing := last("missing_files"):
+        if program := missing_program_failure(lines):  # the missing file is the program a launch runs
+            return Failure(program.kind, program.evidence, fix=program.fix)
         return Failure("missing_files", missing.text, fix=missing_file_fix(missing.text, lines, config))
     nan_steps = [e for e in events if isinstance(e, StepEvent) and not math.isfinite(e.loss)]
     nan_signal = last("nan_loss")
@@ -164,10 +172,17 @@ def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], st
         return Failure(silent.kind, silent.evidence, fix=silent.fix)
     if killed_by := _killed(exit_code, signal, lines):
         return killed_by
-    if raised := exception_failure(lines):  # no phrase known: the root exception's type and message shape
+    return _last_resort(lines, signals, logged, exit_code, signal)
+
+
+def _last_resort(lines: list[str], signals: list[ErrorSignal], logged: list[str], exit_code: int | None,
+                 signal: int | None) -> Failure:
+    """No phrase known: the root exception's type and message shape, then error records, else a crash."""
+    if raised := exception_failure(lines):
         return Failure(raised.kind, raised.evidence, fix=raised.fix)
+    records = [s.text for s in signals if s.kind == "logged_error"] + logged  # Rich's level column, then headers
     if (dropped := dropped_items_failure(lines)) or (  # skipped files or missing caches, no exception after them
-            dropped := logged_error_failure(lines, [s.text for s in signals if s.kind == "logged_error"])):
+            dropped := logged_error_failure(lines, records)):
         return Failure(dropped.kind, dropped.evidence, fix=dropped.fix)
     evidence = _crash_evidence(lines, signals, exit_code, signal)
     # A mechanism the libraries name (a kernel fault, a full disk, a collective timeout): its advice; else generic.

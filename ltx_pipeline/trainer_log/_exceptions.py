@@ -23,7 +23,8 @@ from ltx_pipeline.trainer_log._detect import Finding
 from ltx_pipeline.trainer_log._kinds import FixStep
 from ltx_pipeline.trainer_log._library_errors import CONFIG_ADVICE, SHAPES, STALE_ADVICE, TYPES
 
-__all__ = ["RaisedException", "exception_failure", "logged_error_failure", "root_exception"]
+__all__ = ["RaisedException", "exception_failure", "logged_error_failure", "missing_program_failure",
+           "root_exception"]
 
 
 class RaisedException(NamedTuple):
@@ -33,6 +34,7 @@ class RaisedException(NamedTuple):
     # Raised while handling the exception before it: a chain marker ("During handling of the above exception",
     # "The above exception was the direct cause") since that one, or only blank lines and frames between them.
     chained: bool = False
+    raised_in: str = ""  # the traceback's innermost ``File "...", line N, in func`` frame ("" when none was printed)
 
 
 # "module.sub.TypeName: message" or a bare "TypeName": a capitalised name ending as exception classes do (a private
@@ -67,12 +69,15 @@ def _exceptions(lines: list[str]) -> list[RaisedException]:
     found: list[RaisedException] = []
     in_traceback = False
     last_source = ""  # the newest frame's source line, for a traceback the paste cut before its exception line
+    last_frame = ""  # the newest ``File "..."`` frame line of the traceback being read
     linked = False  # nothing but frames, blank lines and chain markers since the last exception found
     for raw in lines:
         line = raw.rstrip()
         if line.startswith("Traceback (most recent call last)"):
-            in_traceback, last_source = True, ""
+            in_traceback, last_source, last_frame = True, "", ""
             continue
+        if in_traceback and line.lstrip().startswith('File "'):
+            last_frame = line.strip()
         if not line.strip() or line.startswith((" ", "\t")) or line.lstrip().startswith(('File "', "^", "~")):
             if in_traceback and line.strip() and not line.lstrip().startswith(('File "', "^", "~")):
                 last_source = line.strip()
@@ -81,7 +86,8 @@ def _exceptions(lines: list[str]) -> list[RaisedException]:
             linked = bool(found)
             continue
         if match := _EXCEPTION_RE.match(line):
-            found.append(RaisedException(match.group("type"), (match.group("message") or "").strip(), line, linked))
+            found.append(RaisedException(match.group("type"), (match.group("message") or "").strip(), line, linked,
+                                         last_frame if in_traceback else ""))
             in_traceback, linked = False, True
         elif (match := _FRONT_END_RE.match(line) or _HTTP_ERROR_RE.match(line)) and not in_traceback:
             found.append(RaisedException("", match.group("message").strip(), line, linked))
@@ -143,3 +149,23 @@ def _mapped(found: RaisedException) -> tuple[str, str] | str | None:
     if mapped is None and short in ("ValidationError",) and found.type != short:
         mapped = ("config_error", CONFIG_ADVICE)  # pydantic's, jsonschema's, omegaconf's: a schema refused data
     return mapped
+
+
+# subprocess's Popen (``_execute_child``: CreateProcess on Windows, the child's exec on POSIX) and ``os.exec*p``
+# raise FileNotFoundError when the program to run is not there: a program, not a data file, is missing.
+_LAUNCH_FRAME_RE = re.compile(r"""[/\\](?:subprocess|os)\.py", line \d+, in (?:_execute_child|_execvpe)$""")
+_PROGRAM_ADVICE = ("The trainer starts a program that is not installed or not on PATH ({evidence}); the traceback's "
+                   "frame above subprocess names what it launched (TensorBoard, git, ffmpeg, a launcher): install it "
+                   "in the trainer's environment, or turn off the option that starts it, and check that the "
+                   "environment finds it (`which <program>`; on Windows `where <program>`), then launch again.")
+
+
+def missing_program_failure(lines: list[str]) -> Finding | None:
+    """A FileNotFoundError raised while starting a child process: the program to run is missing, not a file the
+    trainer reads (``dependency_error``)."""
+    root = root_exception(lines)
+    if root is None or root.type.rsplit(".", 1)[-1] != "FileNotFoundError" or not _LAUNCH_FRAME_RE.search(
+            root.raised_in):
+        return None
+    evidence = root.line.strip()
+    return Finding("dependency_error", evidence, [FixStep(None, None, _PROGRAM_ADVICE.format(evidence=evidence))])

@@ -12,7 +12,8 @@ Logs pasted into an issue carry more: the header each logging setup puts first (
 brackets or before a colon, a logger name, DeepSpeed's ``[launch.py:325:sigkill_handler]``, loguru's
 ``| ERROR    | module:func:12 - ``, docker compose's ``service-1  | ``), ANSI colour codes, progress bars redrawn
 with carriage returns, and markdown (code fences, ``> `` quotes, ``**bold**`` and backticks around a line).
-Each is a shape, not a phrase: removed generally, so the message itself is what the classifier reads. Rich's own
+Each is a shape, not a phrase: removed generally, so the message itself is what the classifier reads; a header's
+error level is kept apart (``error_records``: the records a program logs its refusals in). Rich's own
 ``ERROR    message   file.py:12`` layout is left for ``_grammar``. Pure standard library.
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["failed_rank_from_summary", "strip_launcher_prefixes"]
+__all__ = ["error_records", "failed_rank_from_summary", "strip_launcher_prefixes"]
 
 # The bracket may be lost in a paste ("rank0]: ..." at the start of a copied selection).
 _PREFIX_RE = re.compile(r"^\[?(?:rank|default)\s?(\d+)\]:[ ]?")
@@ -46,6 +47,7 @@ _HEADER_RE = re.compile(
     r"|^\[[\w.\-]+\.py:\d+(?::\w+)?\]\s*"  # a source location: "[launch.py:325:sigkill_handler]"
     r"|^[\w.\-]+-\d+\s+\|\s"  # docker compose: "trainer-1  | "
 )
+_ERROR_LEVEL_RE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b")
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)[\w+\-]*\s*$")
 _QUOTE_RE = re.compile(r"^(?:>\s?)+")
 _WRAPPED_RE = re.compile(r"^(\*\*|__|`)(?P<text>.+?)\1(?P<rest>[.:]?)$")
@@ -59,17 +61,33 @@ def strip_launcher_prefixes(lines: list[str]) -> tuple[list[str], list[int | Non
     stripped: list[str] = []
     ranks: list[int | None] = []
     for line in lines:
-        rank: int | None = None
-        line = _unformatted(line)
-        for _ in range(6):  # prefixes nest: "0: [rank0]: ...", "[08:03:35] [STDERR] ...", "<stamp> [ERROR] ..."
-            if match := _PREFIX_RE.match(line) or _SLURM_LABEL_RE.match(line):
-                rank = int(match.group(1)) if rank is None else rank
-            elif not (match := _TOOL_PREFIX_RE.match(line) or _HEADER_RE.match(line)) or not line[match.end():].strip():
-                break
-            line = line[match.end():]
-        stripped.append(_unwrapped(line))
+        text, rank, _ = _stripped(line)
+        stripped.append(text)
         ranks.append(rank)
     return stripped, ranks
+
+
+def error_records(lines: list[str]) -> list[str]:
+    """The messages of the lines whose logging header carries an error level (``[ERROR]``, ``ERROR:name:``,
+    loguru's ``| ERROR |``, ``CRITICAL``), in order: the records a program logs its refusals and caught exceptions
+    in. Rich's level column (``ERROR    message   file.py:12``) is ``_grammar``'s."""
+    return [text.strip() for line in lines if (record := _stripped(line))[2] and (text := record[0]).strip()]
+
+
+def _stripped(line: str) -> tuple[str, int | None, bool]:
+    """One line without its prefixes, its rank (None: no prefix), and whether a header stripped named an error."""
+    rank: int | None = None
+    error = False
+    line = _unformatted(line)
+    for _ in range(6):  # prefixes nest: "0: [rank0]: ...", "[08:03:35] [STDERR] ...", "<stamp> [ERROR] ..."
+        if match := _PREFIX_RE.match(line) or _SLURM_LABEL_RE.match(line):
+            rank = int(match.group(1)) if rank is None else rank
+        elif not (match := _TOOL_PREFIX_RE.match(line) or _HEADER_RE.match(line)) or not line[match.end():].strip():
+            break
+        else:
+            error = error or bool(_ERROR_LEVEL_RE.search(match.group(0)))
+        line = line[match.end():]
+    return _unwrapped(line), rank, error
 
 
 def _unformatted(line: str) -> str:

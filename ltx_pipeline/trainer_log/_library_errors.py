@@ -25,6 +25,11 @@ _CORRUPT_ADVICE = ("A model or cache file is there but not whole ({evidence}): a
                    "delete it and download it again (compare its size with the source's), then launch again.")
 CONFIG_ADVICE = ("The trainer's config or command line was refused ({evidence}): fix the option, key or value it "
                  "names, then launch again.")
+_CHOICE_ADVICE = ("The config or command line gives a value the trainer does not accept ({evidence}): use one of the "
+                  "values the message lists (mind the spelling: underscores, hyphens, case; an example or document "
+                  "written for another version may show an old name), then launch again.")
+_CONFIG_LACKS_ADVICE = ("The config lacks an entry the trainer needs ({evidence}): add it as the trainer's "
+                        "documentation or example config for this model shows, then launch again.")
 _DATASET_ADVICE = ("The dataset gave the trainer nothing to train on ({evidence}): check that the dataset path points "
                    "where the files are, in the layout and with the extensions the trainer reads, and that buckets "
                    "and batch size leave samples.")
@@ -189,6 +194,17 @@ SHAPES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"Permission denied"), "missing_files", _PERMISSION_ADVICE),
     (re.compile(r"\b\d+ validation errors? for \w+|Invalid (?:user )?config|extra keys not allowed|"
                 r"required (?:key|property|option|argument)"), "config_error", CONFIG_ADVICE),
+    # A value outside the set the program accepts, with the set named: "Unsupported <what>: <value>. Supported: ...",
+    # "Unknown <what> '<value>', available: ...", "must be one of ...", argparse's "(choose from ...)", enum's
+    # "'<value>' is not a valid <Enum>".
+    (re.compile(r"(?i)\b(?:unsupported|unknown|invalid|unrecogni[sz]ed)\b[\w -]{0,40}?[:=]?\s*['\"]?[\w./-]+['\"]?"
+                r"[.,;]?\s*\(?(?:supported|valid|allowed|available|accepted|known)(?: \w+){0,2}?\s*(?:are|is)?\s*[:=(]|"
+                r"\b(?:must|should|needs? to|has to) be one of\b|\bis not one of\b|\bexpected one of\b|"
+                r"\(choose from\b|^['\"][^'\"]*['\"] is not a valid [A-Z]\w*$"), "config_error", _CHOICE_ADVICE),
+    # A trainer's own check that its config holds an entry it needs: "your dataloader config must contain ...".
+    (re.compile(r"(?i)\b(?:your|dataloader|data ?set|data ?backend|training|train|trainer|toml|yaml|json) "
+                r"config(?:uration)?(?: file)? (?:must|should|needs? to|has to) (?:contain|include|have|define|"
+                r"specify|list)\b"), "config_error", _CONFIG_LACKS_ADVICE),
     # torch.optim's refusal of an empty parameter list: the adapter selected no weight to train.
     (re.compile(r"optimizer got an empty parameter list"), "config_error", _NOTHING_TRAINABLE_ADVICE),
     # A refusal of the dataset's folder layout or naming, as trainers and their front ends word it: "<image|dataset|

@@ -332,3 +332,78 @@ def test_an_error_record_with_no_exception_is_read_by_the_message_shapes(record:
     assert (failure.kind, failure.evidence) == (kind, record)
     with_exception = [*lines, *_TRACEBACK, "RuntimeError: CUDA error: unspecified launch failure"]
     assert classify_failure(None, None, with_exception).kind == "crash"
+
+
+# Batch 13. A value outside the set a program accepts, refused with the set named: the shapes trainers and libraries
+# print it in ("Unsupported <what>: <value>. Supported: ...", "Unknown <what> '<value>'. Available ...: ...",
+# "<what> must be one of [...]", enum.py's "%r is not a valid %s"), and a trainer's own check that its config holds
+# an entry it needs ("your <dataset> config must contain ...").
+@pytest.mark.parametrize(("line", "advice"), [
+    ("ValueError: Unknown optimizer 'adamw9bit'. Available optimizers: adamw, adamw8bit, prodigy", "values the "
+     "message lists"),
+    ("ValueError: lr_scheduler must be one of ['constant', 'cosine'], got 'cosinee'", "values the message lists"),
+    ("ValueError: 'bf32' is not a valid DataType", "values the message lists"),
+    ("ValueError: Invalid model_type: flux2. Valid options are: sdxl, flux", "values the message lists"),
+    ("ValueError: Your dataset config must contain at least one video dataset.", "lacks an entry"),
+    ("AssertionError: training config must include a [model] section", "lacks an entry"),
+])
+def test_a_value_outside_the_accepted_set_or_a_config_missing_an_entry_is_a_config_error(line: str,
+                                                                                           advice: str) -> None:
+    failure = _read(line)
+    assert (failure.kind, failure.evidence) == ("config_error", line)
+    assert advice in failure.fix[0].reason
+
+
+@pytest.mark.parametrize("line", [
+    "ValueError: Unsupported image format: RGBA",  # a refusal that names no accepted set
+    "RuntimeError: Unknown error: see the log above",
+    "ValueError: The model config must have hidden_size divisible by num_heads",  # a model's config, not the run's
+])
+def test_a_refusal_naming_no_accepted_set_or_a_model_s_config_is_not_a_config_error(line: str) -> None:
+    assert _read(line).kind == "crash", line
+
+
+# A program's logging records at an error level (Python logging's "[ERROR]" and "ERROR:name:" headers, loguru's
+# "| ERROR |"), in a log with no exception: read by the same message shapes as an exception's, as Rich's ERROR
+# column is; a record at another level is not an error, and an exception in the log still decides.
+@pytest.mark.parametrize("record", [
+    "2024-08-29 15:28:24,677 [ERROR] (__main__) Unsupported resolution_type: square. Supported values: pixel, area",
+    "ERROR:trainer.config:Unsupported resolution_type: square. Supported values: pixel, area",
+    "2024-01-01 10:00:00.123 | ERROR    | trainer:main:12 - Unsupported resolution_type: square. Supported values: "
+    "pixel, area",
+])
+def test_an_error_level_logging_record_is_read_by_the_message_shapes(record: str) -> None:
+    failure = classify_failure(None, None, ["Loading settings...", record, "Exiting."])
+    assert (failure.kind, failure.evidence) == (
+        "config_error", "Unsupported resolution_type: square. Supported values: pixel, area")
+    as_info = record.replace("ERROR", "INFO")
+    assert classify_failure(None, None, ["Loading settings...", as_info, "Exiting."]).kind == "crash"
+    with_exception = ["Loading settings...", record, *_TRACEBACK,
+                      "RuntimeError: CUDA error: unspecified launch failure"]
+    assert classify_failure(None, None, with_exception).kind == "crash"
+
+
+# subprocess.Popen's _execute_child (POSIX: the child's exec, re-raised as child_exception_type; Windows:
+# _winapi.CreateProcess) raises FileNotFoundError when the program to start is not there: a program is missing
+# (dependency_error), not a file the trainer reads.
+_POPEN = ['  File "/app/trainer.py", line 80, in __init__', "    self.board = subprocess.Popen(args)"]
+
+
+@pytest.mark.parametrize("frames", [
+    ['  File "/usr/lib/python3.10/subprocess.py", line 1863, in _execute_child',
+     "    raise child_exception_type(errno_num, err_msg, err_filename)",
+     "FileNotFoundError: [Errno 2] No such file or directory: 'tensorboard'"],
+    ['  File "C:\\Python310\\lib\\subprocess.py", line 1456, in _execute_child',
+     "    hp, ht, pid, tid = _winapi.CreateProcess(executable, args,",
+     "FileNotFoundError: [WinError 2] The system cannot find the file specified"],
+])
+def test_a_program_a_launch_cannot_find_is_a_dependency_error(frames: list[str]) -> None:
+    failure = _read(*_POPEN, *frames)
+    assert (failure.kind, failure.evidence) == ("dependency_error", frames[-1])
+    assert "not installed or not on PATH" in failure.fix[0].reason
+
+
+def test_a_file_the_trainer_opens_is_still_a_missing_file() -> None:
+    failure = _read('  File "/app/dataset.py", line 40, in load', "    with open(path) as f:",
+                    "FileNotFoundError: [Errno 2] No such file or directory: '/data/captions/0001.txt'")
+    assert failure.kind == "missing_files"
