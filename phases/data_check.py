@@ -251,7 +251,7 @@ def _report(ctx: LtxContext, checks: list[Check]) -> None:
     lines = format_checks(checks)
     for check in checks:
         if check.severity == "warning":
-            ctx.warn(check.line())
+            ctx.warn(check.text())
     if has_errors(checks):
         report = ctx.paths.root / "data-check.md"
         atomic_write(report, "# Data check\n\n" + "\n".join(f"- {line}" for line in lines) + "\n", root=ctx.workspace)

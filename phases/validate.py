@@ -87,7 +87,7 @@ class ValidatePhase:
             result = _validate(ctx, config, target, stage)
             problems += [f"stage {entry.stage}: {line}" for line in result.problems]
             for check in result.warnings:
-                ctx.warn(check.line())
+                ctx.warn(check.text())
             if not ctx.options.restart_training and entry.output_dir:  # (a record older than it: none)
                 _refuse_unresumable(config, Path(entry.output_dir))
             launch = ctx.backend.train_command(config, num_processes=shape.processes, distributed=distributed,

@@ -73,7 +73,11 @@ class Check:
 
     def line(self) -> str:
         """``<severity> [<code>] <message> Fix: <fix>`` on one line."""
-        text = f"{self.severity} [{self.code}] {self.message.rstrip('.')}."
+        return f"{self.severity} {self.text()}"
+
+    def text(self) -> str:
+        """``[<code>] <message> Fix: <fix>``: the line for a channel that names the severity itself (a warning)."""
+        text = f"[{self.code}] {self.message.rstrip('.')}."
         if self.fix:
             text += f" Fix: {self.fix.rstrip('.')}."
         return " ".join(text.split())

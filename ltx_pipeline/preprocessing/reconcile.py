@@ -31,10 +31,11 @@ def skipped_in(log: Path, offset: int) -> list[MediaSkipped]:
 
 
 def reconcile_written(ctx: Any, report: Any, media: list[str], media_dir: Path, mode: Mode,
-                       buckets: tuple[Bucket, ...], skipped: list[MediaSkipped], log: Path) -> None:
+                       buckets: tuple[Bucket, ...], skipped: list[MediaSkipped], log: Path) -> set[str]:
     """Fail when a preprocessing that exited 0 wrote fewer samples than it was given, except for the
     clips too short for every bucket: the data check named those before the plan was approved, so
-    losing them is the user's choice (they are still named here, with the log's reason).
+    losing them is the user's choice (they are still named here, with the log's reason). Returns those
+    clips (as the metadata names them; empty when none was left out).
 
     Raises:
         RunFailed: nothing written, or a clip left out for any other reason (unreadable, no reason
@@ -45,7 +46,7 @@ def reconcile_written(ctx: Any, report: Any, media: list[str], media_dir: Path, 
     if report.counts.get(primary, 0) == 0:
         missing = list(media)
     if not missing:
-        return
+        return set()
     reasons = _reasons_by_clip(skipped, media_dir)
     smallest = min(bucket.frames for bucket in buckets) if buckets else 0
     why = {clip: reasons.get(_clip_key(clip, media_dir)) or reasons.get(Path(clip).name) for clip in missing}
@@ -55,7 +56,7 @@ def reconcile_written(ctx: Any, report: Any, media: list[str], media_dir: Path, 
         ctx.narrate(f"Preprocessing left out {len(missing)} clip(s) shorter than the smallest bucket "
                     f"({smallest} frames), as the data check said: "
                     f"{'; '.join(f'{Path(c).name} ({why[c]})' for c in missing[:10])}")
-        return
+        return set(missing)
     listed = "; ".join(f"{Path(clip).name} ({why[clip] or 'no reason in the log'})" for clip in missing[:10])
     more = f"; and {len(missing) - 10} more" if len(missing) > 10 else ""
     raise RunFailed(

@@ -179,10 +179,10 @@ def preprocess(ctx: Any, *, mode: Mode, metadata_file: Path, buckets: tuple[Buck
     report = inspect_precomputed(output_dir, mode, list(buckets), load=_load, metadata_media=media,
                                  metadata_dir=metadata_file.parent)
     skipped = [*(plan.skipped if plan is not None else ()), *_skipped_in(log, offset)]
-    _reconcile_written(ctx, report, media, metadata_file.parent, mode, buckets, skipped, log)
+    foreseen = _reconcile_written(ctx, report, media, metadata_file.parent, mode, buckets, skipped, log)
     for check in report.checks:
-        if check.severity == "warning":
-            ctx.warn(check.line())
+        if check.severity == "warning" and not _foreseen_drop(check, report.dropped, foreseen):
+            ctx.warn(check.text())
     if has_errors(report.checks):
         first = next(c for c in report.checks if c.severity == "error")
         raise BadDataset(f"Preprocessed data failed its check: {first.message}", where=str(output_dir),
@@ -276,6 +276,14 @@ def _verify_existing(ctx: Any, output_dir: Path, identity: dict[str, Any], label
             raise BadDataset(mismatch.message, where=str(output_dir), fix=_with_fresh(mismatch))
         _set_aside(ctx, output_dir, recorded, {"samples": mismatch.message}, label)
     return None
+
+
+def _foreseen_drop(check: Any, dropped: dict[str, tuple[str, ...]], foreseen: set[str]) -> bool:
+    """A ``dropped-clip`` warning about clips the data check named as too short, narrated already with the log's
+    reason: its fix (re-run, another bucket) would tell the user again what they approved, or something untrue."""
+    if check.code != "dropped-clip" or not foreseen:
+        return False
+    return set(dropped.get(Path(check.path or "").name, ())) <= foreseen
 
 
 def _inside(path: Path, root: Path) -> bool:

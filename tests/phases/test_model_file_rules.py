@@ -299,7 +299,7 @@ def test_validate_patches_8bit_gemma_off_for_an_assumed_gpu_and_warns_on_stg_blo
     assert (patch["old"], patch["new"]) == (True, False)
     assert "--assume-gpu" in patch["reason"] and "not measured by nvidia-smi" in patch["reason"]
     assert "patched acceleration.load_text_encoder_in_8bit True -> False" in err
-    assert "warning [stg-blocks-missing] validation.stg_blocks is [28]" in err and "0 to 1" in err
+    assert "warning: [stg-blocks-missing] validation.stg_blocks is [28]" in err and "0 to 1" in err
 
 
 def test_validate_keeps_8bit_gemma_on_measured_gpus(capsys, workspace, clips_dataset, tiny_models, fake_smi,

@@ -86,3 +86,27 @@ def test_clips_too_short_for_the_bucket_are_narrated_not_failed(tmp_path: Path, 
     preprocess_and_reconcile(dataset, base, tmp_path / "preprocess.log", ctx)
     assert ctx.lines == ["Preprocessing left out 1 clip(s) shorter than the smallest bucket (17 frames), as the "
                          "data check said: short.mp4 (9 frames, fewer than the smallest bucket's 17)"]
+
+
+def test_a_too_short_clip_is_said_once_with_its_reason_and_no_fix_that_would_not_work(tmp_path: Path,
+                                                                                       base: Path) -> None:
+    """The whole step (``preprocess``): the clip the data check named as too short is narrated with the log's
+    reason; no ``dropped-clip`` warning repeats it for each folder with "re-run the same preprocessing" (a re-run
+    writes nothing more for it); and a warning names its severity once (not "warning: warning [...]")."""
+    from conftest import PreprocessContext
+
+    from ltx_pipeline.ltx.audio_choice import trained_mode
+    from ltx_pipeline.workspace import RunPaths
+
+    dataset = write_dataset(tmp_path / "data", [("a.mp4", 17, False), ("short.mp4", 9, False)])
+    workspace = tmp_path / "ws"
+    ctx = PreprocessContext(workspace=workspace, paths=RunPaths(workspace / "r1"))
+    video_only = trained_mode(MODES["t2v"], {"trains": "video"})  # the clips are silent
+    summary = step.preprocess(ctx, mode=video_only, metadata_file=dataset, buckets=tuple(parse_buckets(BUCKETS)),
+                              output_dir=ctx.paths.dataset / ".precomputed", stage=1, model_path=str(base),
+                              text_encoder_path=str(base), pairing=None, extra_flags=["--skip-audio"])
+    assert summary["samples"] == 1
+    about_short = [line for line in ctx.said if "short.mp4" in line]
+    assert about_short == ["Preprocessing left out 1 clip(s) shorter than the smallest bucket (17 frames), as the "
+                           "data check said: short.mp4 (9 frames, fewer than the smallest bucket's 17)"], ctx.said
+    assert not any(line.startswith("warning") for line in ctx.said)
