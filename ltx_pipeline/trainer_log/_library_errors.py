@@ -105,6 +105,12 @@ _AUDIO_BACKEND_ADVICE = ("torchaudio has no backend that can read or write this 
 _BNB_ADVICE = ("bitsandbytes did not find a CUDA library it can use ({evidence}): `<trainer python> -m bitsandbytes` "
                "says which; install a bitsandbytes release built for the installed torch/CUDA, or turn 8-bit "
                "optimizers and quantization off, " + _SMOKE + ".")
+# pip's resolver (pip/_internal/index/package_finder.py, resolution/resolvelib/factory.py): no build of a pinned
+# package exists for this interpreter, platform or index, or the pins conflict.
+_PIP_ADVICE = ("pip could not install a package the trainer pins ({evidence}): no release of it is built for this "
+               "Python version or platform on the index searched (torch wheels exist for a few Python versions "
+               "only, and CUDA builds such as +cu121 only on download.pytorch.org), or the pins conflict; use the "
+               "Python version the trainer's README names (a fresh venv), the index URL it gives, then install again.")
 _BIG_IMAGE_ADVICE = ("An image is larger than PIL opens by default ({evidence}): downscale it (training resolutions "
                      "are far smaller) or remove it from the dataset.")
 
@@ -161,7 +167,8 @@ SHAPES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"\b(?:404|410) Client Error\b|\b(?:Repository|Entry|Revision) Not Found for url\b"), "missing_files",
      _NOT_THERE_ADVICE),
     # Compiled kernels and toolchains: xformers' dispatcher, flash-attn's arch check, NumPy's ABI break, bitsandbytes'
-    # CUDA setup, DeepSpeed's op builder, torchaudio's backend dispatcher, the CUDA runtime's busy device.
+    # CUDA setup, DeepSpeed's op builder, torchaudio's backend dispatcher, the CUDA runtime's busy device, and pip's
+    # resolver refusing an install.
     (re.compile(r"No operator found for `\w+`|FlashAttention only supports? (?:Ampere|Turing)"),
      "dependency_error", _ATTENTION_KERNEL_ADVICE),
     (re.compile(r"compiled using NumPy 1\.x cannot be run in|_ARRAY_API not found|numpy\.dtype size changed, may "
@@ -172,6 +179,9 @@ SHAPES: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"CUDA_HOME does not exist|Installed CUDA version [\d.]+ does not match the version torch was "
                 r"compiled with"), "dependency_error", _CUDA_TOOLKIT_ADVICE),
     (re.compile(r"Couldn't find appropriate backend to handle uri"), "dependency_error", _AUDIO_BACKEND_ADVICE),
+    (re.compile(r"Could not find a version that satisfies the requirement|No matching distribution found for|"
+                r"ResolutionImpossible|because these package versions have conflicting dependencies"),
+     "dependency_error", _PIP_ADVICE),
     (re.compile(r"(?i:CUDA-capable devices? (?:is|are|is/are) busy or unavailable)"), "dependency_error",
      _GPU_BUSY_ADVICE),
     # accelerate's refusal of fp16/bf16 without a GPU; torch's own checks.

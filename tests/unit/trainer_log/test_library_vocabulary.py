@@ -407,3 +407,23 @@ def test_a_file_the_trainer_opens_is_still_a_missing_file() -> None:
     failure = _read('  File "/app/dataset.py", line 40, in load', "    with open(path) as f:",
                     "FileNotFoundError: [Errno 2] No such file or directory: '/data/captions/0001.txt'")
     assert failure.kind == "missing_files"
+
+
+# pip's resolver (pip/_internal/index/package_finder.py: "Could not find a version that satisfies the requirement
+# %s (from versions: %s)", "No matching distribution found for %s"; resolution/resolvelib/factory.py:
+# "Cannot install %s because these package versions have conflicting dependencies.", ResolutionImpossible): an
+# install step found no build of a pinned package for this Python/platform/index, or conflicting pins.
+@pytest.mark.parametrize("lines", [
+    ["ERROR: Could not find a version that satisfies the requirement torch==2.1.2+cu121 (from versions: 2.5.0, "
+     "2.5.1)", "ERROR: No matching distribution found for torch==2.1.2+cu121"],
+    ["ERROR: Cannot install diffusers==0.30.0 and transformers==4.44.0 because these package versions have "
+     "conflicting dependencies.", "ERROR: ResolutionImpossible: for help visit https://pip.pypa.io/en/latest/"
+     "topics/dependency-resolution/#dealing-with-dependency-conflicts"],
+])
+def test_pip_refusing_an_install_is_a_dependency_error(lines: list[str]) -> None:
+    failure = classify_failure(1, None, ["Installing requirements...", *lines])
+    assert failure.kind == "dependency_error" and "Python version" in failure.fix[0].reason
+    # Near miss: pip naming a version it did find is no refusal.
+    found = classify_failure(1, None, ["Collecting torch==2.1.2", "Using cached torch-2.1.2-cp310-none.whl",
+                                       "RuntimeError: CUDA error: an illegal memory access was encountered"])
+    assert found.kind != "dependency_error"
