@@ -29,7 +29,7 @@ from ltx_pipeline.engine.fingerprint import digest, file_digest
 from ltx_pipeline.errors import BadDataset
 from ltx_pipeline.ltx.audio_choice import AudioPlan, rows_with_sound, trained_mode
 from ltx_pipeline.ltx.buckets import Bucket, parse_buckets
-from ltx_pipeline.ltx.clip_checks import check_clip_lengths, check_media_facts
+from ltx_pipeline.ltx.clip_checks import check_clip_lengths, check_media_facts, usable_rows
 from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.ltx.data_check import (
     Check,
@@ -123,7 +123,10 @@ class DataCheckPhase:
                        for entry, identity in zip(planned, identities, strict=True)]
         # The same folder as the stage it continues: verified at its launch, made again only if the models changed.
         data_stages += [data_stages[-1].model_copy(update={"index": index}) for index in continuations]
-        samples = report.usable_samples if report and report.ok else rows
+        # What preprocessing keeps (clips too short for a stage are skipped): batch sizes and ranks are judged on it.
+        samples = report.usable_samples if report and report.ok else usable_rows(
+            rows, [m for m in media if Path(m).name not in {Path(s).name for s in left_out}],
+            Path(metadata_file or ".").parent, clip_facts.frame_counts(), stages)
         sanity_bucket = max((b for s in stages for b in s), key=lambda b: b.tokens)
         _forecast(ctx, plan_outputs, mode, metadata_file, samples, planned, (model_path, encoder_path))
         identities_now = ModelFileIdentities.model_validate(files)
@@ -143,7 +146,7 @@ class DataCheckPhase:
     def summary(self, outputs: DataCheckOutputs) -> str:
         warnings = sum(1 for c in outputs.checks if c.severity == "warning")
         sources = ", ".join(f"stage {s.index}: {s.source}" for s in outputs.stages)
-        return f"{outputs.samples} sample(s) checked, {warnings} warning(s); {sources}"
+        return f"{outputs.samples} usable sample(s), {warnings} warning(s); {sources}"
 
 
 def _source(ctx: LtxContext) -> tuple[Dataset, ClipFrames]:

@@ -12,7 +12,23 @@ from typing import Any
 from ltx_pipeline.ltx.buckets import TEMPORAL_FACTOR, Bucket
 from ltx_pipeline.ltx.data_check import Check, name_some
 
-__all__ = ["check_clip_lengths", "check_media_facts"]
+__all__ = ["check_clip_lengths", "check_media_facts", "usable_rows"]
+
+
+def usable_rows(rows: int, media: Iterable[str], media_dir: Path, frame_counts: Mapping[str, int | None],
+                stages: Iterable[Iterable[Bucket]]) -> int:
+    """The rows every stage's preprocessing keeps: ``rows`` less the clips (``media``, as the metadata names them,
+    relative to ``media_dir``) shorter than a stage's smallest bucket, which it skips (facts §6.3); the fewest over
+    the stages. A clip the probe did not measure counts as kept. Batch sizes and ranks are judged on this count:
+    a batch larger than the samples left gives the trainer an epoch with no batch (drop_last)."""
+    frames = {str(Path(clip).resolve()): n for clip, n in frame_counts.items()}
+    lengths = [frames.get(str((media_dir / value).resolve())) for value in media]
+    kept = rows
+    for buckets in stages:
+        shortest = min((bucket.frames for bucket in buckets), default=0)
+        short = sum(1 for n in lengths if n is not None and n < shortest)
+        kept = min(kept, max(0, rows - short))
+    return kept
 
 
 def check_clip_lengths(frame_counts: Mapping[str, int | None], buckets: Iterable[Bucket]) -> list[Check]:

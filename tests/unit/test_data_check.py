@@ -414,3 +414,23 @@ def test_media_facts_report_the_fps_and_size_spread_and_leave_sound_to_the_plan(
     assert "640x360 (2), 1280x720 (1)" in checks["media-spread"].message
     # Silent clips are decided before approval (ltx.audio_choice), not warned about after the gates.
     assert set(checks) == {"media-spread"}
+
+
+def test_usable_rows_leave_out_the_clips_each_stage_skips_across_generated_datasets(tmp_path) -> None:
+    """The count batch sizes and ranks are judged on: rows less the clips shorter than a stage's smallest bucket
+    (preprocessing skips them), the fewest over the stages; unmeasured clips count as kept. Compared with a direct
+    count over generated frame counts, buckets and stages."""
+    import random
+
+    from ltx_pipeline.ltx.buckets import Bucket
+    from ltx_pipeline.ltx.clip_checks import usable_rows
+
+    rng = random.Random(7)
+    for _ in range(200):
+        media = [f"media/c{i}.mp4" for i in range(rng.randint(0, 9))]
+        counts = {str(tmp_path / m): rng.choice([None, 1, 9, 17, 25, 33, 49]) for m in media}
+        stages = [[Bucket(64, 64, rng.choice([9, 17, 25, 33])) for _ in range(rng.randint(1, 3))]
+                  for _ in range(rng.randint(1, 3))]
+        expected = min(sum(1 for m in media if counts[str(tmp_path / m)] is None
+                           or counts[str(tmp_path / m)] >= min(b.frames for b in stage)) for stage in stages)
+        assert usable_rows(len(media), media, tmp_path, counts, stages) == expected
