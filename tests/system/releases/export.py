@@ -22,8 +22,8 @@ from pathlib import Path
 
 from tests.real_trainer.environment import CACHE_ROOT
 
-REPO = Path(__file__).resolve().parents[2]
-_RECIPE_VERSION = "1"  # bump when the export's layout changes, so stale copies are not reused
+REPO = Path(__file__).resolve().parents[3]  # the checkout (git archive run in a subfolder exports only it)
+_RECIPE_VERSION = "2"  # bump when the export's layout changes, so stale copies are not reused (1: tests/ only)
 
 
 def full_sha(revision: str) -> str:
