@@ -115,9 +115,7 @@ def exception_failure(lines: list[str]) -> Finding | None:
         if mapped == "crash":
             return None  # a known crash mechanism (a full disk, a kernel fault): its type does not name the kind
         if isinstance(mapped, tuple):
-            kind, advice = mapped
-            evidence = found.line.strip()
-            return Finding(kind, evidence, [FixStep(None, None, advice.format(evidence=evidence))])
+            return _finding(*mapped, found.line)
         # A program's re-raise as the bare base class names no kind of its own: the exception it handled does.
         index = index - 1 if found.type == "Exception" and found.chained and index > 0 else None
     return None
@@ -129,10 +127,12 @@ def logged_error_failure(lines: list[str], messages: list[str]) -> Finding | Non
     if not messages or _exceptions(lines):
         return None
     mapped = _mapped(RaisedException("", messages[-1].strip(), messages[-1].strip()))
-    if not isinstance(mapped, tuple):
-        return None
-    kind, advice = mapped
-    evidence = messages[-1].strip()
+    return _finding(*mapped, messages[-1]) if isinstance(mapped, tuple) else None
+
+
+def _finding(kind: str, advice: str, line: str) -> Finding:
+    """``kind`` with its advice, the line that shows it quoted in both."""
+    evidence = line.strip()
     return Finding(kind, evidence, [FixStep(None, None, advice.format(evidence=evidence))])
 
 
@@ -167,5 +167,4 @@ def missing_program_failure(lines: list[str]) -> Finding | None:
     if root is None or root.type.rsplit(".", 1)[-1] != "FileNotFoundError" or not _LAUNCH_FRAME_RE.search(
             root.raised_in):
         return None
-    evidence = root.line.strip()
-    return Finding("dependency_error", evidence, [FixStep(None, None, _PROGRAM_ADVICE.format(evidence=evidence))])
+    return _finding("dependency_error", _PROGRAM_ADVICE, root.line)
