@@ -82,6 +82,11 @@ _NO_GPU_ADVICE = ("torch sees no usable CUDA GPU ({evidence}): a CPU-only torch 
                   "CUDA_VISIBLE_DEVICES, or a driver that does not load; `<trainer python> -c \"import torch; "
                   "print(torch.__version__, torch.cuda.is_available())\"` tells which; install the CUDA build of "
                   "torch the trainer pins, " + _SMOKE + ".")
+# accelerate raises its bf16 refusal only where CUDA is there and torch.cuda.is_bf16_supported() is False (a CPU-only
+# torch passes the check), and torch's autocast refuses bfloat16 on such a GPU: the GPU has no bf16, the config asks it.
+_NO_BF16_ADVICE = ("The config asks for bfloat16 and this GPU has no bf16 support ({evidence}): GPUs before Ampere "
+                   "(T4, V100, GTX 10xx, RTX 20xx) have none; set mixed (and save) precision to fp16, or fp32, or "
+                   "train on an Ampere or newer GPU.")
 _GPU_BUSY_ADVICE = ("The GPU refused a new CUDA context ({evidence}): it is in exclusive-process compute mode and "
                     "another process holds it, or it is in a failed state; `nvidia-smi` shows its compute mode and "
                     "processes; end the other process, or `nvidia-smi -q` / `dmesg | grep -i xid` for a GPU fault.")
@@ -184,8 +189,11 @@ SHAPES: tuple[tuple[re.Pattern[str], str, str], ...] = (
      "dependency_error", _PIP_ADVICE),
     (re.compile(r"(?i:CUDA-capable devices? (?:is|are|is/are) busy or unavailable)"), "dependency_error",
      _GPU_BUSY_ADVICE),
-    # accelerate's refusal of fp16/bf16 without a GPU; torch's own checks.
-    (re.compile(r"(?:fp16|bf16) mixed precision requires (?:a GPU|PyTorch >= [\d.]+ and a supported device)|"
+    # A GPU without bfloat16 asked for it: accelerate's bf16 refusal, torch.amp.autocast's (autocast_mode.py).
+    (re.compile(r"bf16 mixed precision requires PyTorch >= [\d.]+ and a supported device|"
+                r"Current CUDA Device does not support bfloat16"), "config_error", _NO_BF16_ADVICE),
+    # accelerate's refusal of fp16 without a GPU; torch's own checks.
+    (re.compile(r"fp16 mixed precision requires a GPU|"
                 r"(?i:Torch not compiled with CUDA enabled|No CUDA GPUs are available)"),
      "dependency_error", _NO_GPU_ADVICE),
     (re.compile(r"^module '?[\w.]+'? has no attribute|partially initialized module|got an unexpected keyword "

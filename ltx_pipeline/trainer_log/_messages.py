@@ -92,8 +92,11 @@ _ERROR_PATTERNS = (
     ("config_error", re.compile(r"Error: Invalid configuration data:")),
     # torch's MapAllocator writing a DataLoader batch into /dev/shm ("unable to write to file </torch_...>: No space
     # left on device (28)"): the shared memory is full, the same failure as the workers' Bus error.
+    # torch's DataLoader message hard-wrapped by a terminal or a paste: strsignal's "Bus" left at a line's end, or
+    # its own advice that follows ("Please try to raise your shared memory limit.") on a line of its own.
     ("shm_bus_error", re.compile(r"Bus error|out of shared memory|shared memory \(shm\)|"
-                                 r"unable to write to file </torch_", re.IGNORECASE)),
+                                 r"unable to write to file </torch_|is killed by signal: Bus\b|"
+                                 r"raise your shared memory limit", re.IGNORECASE)),
     ("worker_killed", re.compile(r"DataLoader worker \(pid[^)]*\) is killed by signal")),
     # The kernel's OOM killer (dmesg / journalctl -k): host RAM, not the GPU; before "oom", which it would match.
     # SLURM's cgroup OOM handler: slurmstepd's "Detected 1 oom_kill event in StepId=..." (older: "oom-kill event(s)"),
@@ -110,7 +113,9 @@ _ERROR_PATTERNS = (
     # NaN losses in the formats other trainers and loops print (the trainer's own Step lines are StepEvents), and
     # the checks trainers run on their tensors ("NaN found in latents", "inf values detected in ..."): the same
     # numeric overflow, caught before it reaches the loss (fp16 VAEs are the usual source in latents).
-    ("nan_loss", re.compile(r"(?<![A-Za-z])loss(?:\s*[:=]\s*|\s+is\s+)[-+]?(?:nan|inf)\b|"
+    # The loss's value in the layouts loops log it: "loss: nan", "loss=nan", a dict's "'loss': nan" (transformers'
+    # Trainer), a key-value table's "| loss | nan |" (the OpenAI/baselines logger's dumpkvs).
+    ("nan_loss", re.compile(r"(?<![A-Za-z])loss['\"]?(?:\s*[:=|]\s*|\s+is\s+)[-+]?(?:nan|inf)\b|"
                             r"\b(?:nan|inf)s?(?: values?)? (?:found|detected|encountered) in\b", re.IGNORECASE)),
     # Media decoders name a file that is not there in their own words: torchcodec's (torchaudio.load since 2.9,
     # VideoDecoder) and torchaudio's FFmpeg reader before it; PIL and PyAV raise FileNotFoundError.
@@ -122,7 +127,9 @@ _ERROR_PATTERNS = (
         # transformers/diffusers/huggingface_hub: a model folder or Hub repo without the file the loader reads.
         r"\S does not appear to have a file named \S")),
     ("traceback", re.compile(r"^Traceback \(most recent call last\):")),
-    ("killed", re.compile(r"^(?:.*: )?Killed\s*$")),
+    # A shell's report of a child killed by SIGKILL: strsignal's "Killed" ("Killed: 9" on macOS/BSD), alone or in
+    # bash's job report "<script>: line N: <pid> Killed: 9 <command>".
+    ("killed", re.compile(r"^(?:.*: )?Killed(?:: 9)?\s*$|: line \d+: +\d+ Killed(?:: 9)?(?:\s|$)")),
 )
 # Cheap pre-filter so ordinary lines skip the error regexes entirely.
 _ERROR_HINT_RE = re.compile(

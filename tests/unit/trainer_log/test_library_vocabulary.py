@@ -427,3 +427,61 @@ def test_pip_refusing_an_install_is_a_dependency_error(lines: list[str]) -> None
     found = classify_failure(1, None, ["Collecting torch==2.1.2", "Using cached torch-2.1.2-cp310-none.whl",
                                        "RuntimeError: CUDA error: an illegal memory access was encountered"])
     assert found.kind != "dependency_error"
+
+
+# Batch 15. A GPU without bfloat16 asked for it (config_error): accelerate/accelerator.py raises
+# err.format(mode="bf16", requirement="PyTorch >= 1.10 and a supported device.") only where CUDA is there and
+# torch.cuda.is_bf16_supported() is False; torch/amp/autocast_mode.py raises "Current CUDA Device does not support
+# bfloat16. Please switch dtype to float16.". fp16 without a GPU stays torch seeing no GPU (dependency_error).
+@pytest.mark.parametrize("line", [
+    "ValueError: bf16 mixed precision requires PyTorch >= 1.10 and a supported device.",
+    "RuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to float16.",
+])
+def test_bfloat16_asked_of_a_gpu_without_it_is_the_precision_setting(line: str) -> None:
+    failure = _read(line)
+    assert (failure.kind, failure.evidence) == ("config_error", line)
+    assert "fp16" in failure.fix[0].reason and "Ampere" in failure.fix[0].reason
+    assert _read("ValueError: fp16 mixed precision requires a GPU (not 'mps').").kind == "dependency_error"
+
+
+# The loss's value in the layouts training loops log it (config-free): the OpenAI/baselines logger's dumpkvs table,
+# transformers' Trainer's dict, a JSON line; each beside a near miss whose NaN is not the loss's.
+@pytest.mark.parametrize(("line", "near_miss"), [
+    ("| loss          | nan       |", "| grad_norm     | nan       |"),
+    ("{'loss': nan, 'grad_norm': 1.2, 'learning_rate': 1e-05, 'epoch': 0.4}",
+     "{'loss': 0.12, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.4}"),
+    ('{"step": 12, "loss": NaN, "lr": 0.0001}', '{"step": 12, "loss": 0.61, "grad_norm": NaN}'),
+])
+def test_a_nan_loss_is_read_in_a_table_a_dict_or_key_value_pairs(line: str, near_miss: str) -> None:
+    assert classify_failure(None, None, ["training...", line]).kind == "nan_loss"
+    assert classify_failure(None, None, ["training...", near_miss]).kind != "nan_loss"
+
+
+# torch/utils/data/_utils/signal_handling.py: "DataLoader worker (pid {}) is killed by signal: {}." with strsignal's
+# text, then for SIGBUS "It is possible that dataloader's workers are out of shared memory. Please try to raise your
+# shared memory limit.". A terminal or a paste that hard-wraps it leaves "Bus" at a line's end.
+@pytest.mark.parametrize("lines", [
+    ["RuntimeError: DataLoader worker (pid 47) is killed by signal: Bus", "error. It is possible that dataloader's "
+     "workers are out of", "shared memory. Please try to raise your shared memory limit."],
+    ["ERROR: worker crashed", "memory. Please try to raise your shared memory limit."],
+])
+def test_torch_s_shared_memory_message_is_read_when_hard_wrapped(lines: list[str]) -> None:
+    assert classify_failure(None, None, lines).kind == "shm_bus_error"
+    # Near miss: a worker killed by SIGKILL is host memory, not shared memory.
+    assert classify_failure(None, None, ["RuntimeError: DataLoader worker (pid 47) is killed by signal: "
+                                         "Killed."]).kind == "host_oom"
+
+
+# A shell reports a child killed by SIGKILL with strsignal's text: "Killed" (glibc), "Killed: 9" (macOS/BSD), alone
+# or in bash's job report "<script>: line N: <pid> Killed: 9 <command>": the kernel's OOM killer, as a bare Killed is.
+@pytest.mark.parametrize("line", [
+    "./run.sh: line 142: 33551 Killed: 9               python -m trainer.train --config cfg.yaml",
+    "./run.sh: line 7: 1126 Killed                  python train.py",
+    "Killed: 9",
+])
+def test_a_shell_s_killed_report_is_host_memory(line: str) -> None:
+    failure = classify_failure(None, None, ["75%|#######   | 15/20 [1:58:20<48:37, 583.49s/it]", line,
+                                            "Running on a 16 GB machine"])
+    assert (failure.kind, failure.evidence) == ("host_oom", line)
+    # Near miss: prose that uses the word is no shell report.
+    assert classify_failure(None, None, ["Killed the job myself: 9 of 10 runs done"]).kind != "host_oom"
