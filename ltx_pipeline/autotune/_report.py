@@ -23,13 +23,13 @@ from typing import Any
 from ltx_pipeline.autotune._measured import SOURCE_WORDS, assumed_fit, memory_of, num, outcome_words
 from ltx_pipeline.autotune._plot import plot_png
 from ltx_pipeline.autotune.side_by_side import render as render_side_by_side
-from ltx_pipeline.ltx.autotune import format_knobs
+from ltx_pipeline.ltx.autotune import Ranking, TrialResult, format_knobs
 from ltx_pipeline.outputs.autotune import SideBySide
 from ltx_pipeline.reports.memory_figures import NOT_MEASURED, format_gb
 from ltx_pipeline.workspace import atomic_write
 
-__all__ = ["memory_of", "render_log", "render_markdown", "render_off_markdown", "trial_line",
-           "write_off_reports", "write_reports"]
+__all__ = ["memory_of", "noise_tie", "noise_words", "render_log", "render_markdown", "render_off_markdown",
+           "trial_line", "winner_sentence", "write_off_reports", "write_reports"]
 
 def _figure(value: float | None, source: str | None) -> str:
     if value is None:
@@ -61,12 +61,41 @@ def _step_time_only(outputs: dict[str, Any]) -> bool:
     return best is not None and assumed_fit(best)
 
 
+def noise_tie(ranking: Ranking[TrialResult] | None) -> dict[str, Any] | None:
+    """What the outputs keep when the fastest fit lost to a nearer config within its noise, else None."""
+    if ranking is None or not ranking.kept_nearer:
+        return None
+    return {"fastest": dict(ranking.fastest.knobs), "fastest_objective": ranking.fastest_objective,
+            "winner_objective": ranking.winner_objective, "interval_s": ranking.interval_s}
+
+
+def noise_words(outputs: dict[str, Any]) -> str:
+    """Why the winner is not the fastest measured (empty when it is), with the figures it was judged on."""
+    tie = outputs.get("noise_tie")
+    if not tie:
+        return ""
+    gap = tie["winner_objective"] - tie["fastest_objective"]
+    return (f"{format_knobs(tie['fastest'])} measured {tie['fastest_objective']:.3f} s per optimizer step against the "
+            f"winner's {tie['winner_objective']:.3f} s: {gap:.3f} s faster, within the 95 % interval of the "
+            f"difference of the two measured step times (±{tie['interval_s']:.3f} s), so the config nearer the plan "
+            "(fewer knobs changed) is kept")
+
+
+def winner_sentence(outputs: dict[str, Any]) -> str:
+    """The narration's line for the winner and what was patched."""
+    patched = (f"patched {outputs['deltas']} into every stage config" if outputs["deltas"] else
+               "the baseline is kept" if outputs.get("noise_tie") else "the baseline is fastest")
+    tie = noise_words(outputs)
+    return f"Winner: {format_knobs(outputs['winner'])}; {patched}" + (f" ({tie})." if tie else ".")
+
+
 def render_log(outputs: dict[str, Any]) -> str:
     lines = [trial_line(t) for t in outputs["trials"]]
     lines += [f"pruned: {format_knobs(p['knobs'])} ({p['reason']})" for p in outputs["pruned"]]
     basis = "; chosen on step time only: memory not measured" if _step_time_only(outputs) else ""
+    tie = f"; {noise_words(outputs)}" if outputs.get("noise_tie") else ""
     lines.append(f"winner: {format_knobs(outputs['winner'])}; deltas {outputs['deltas'] or 'none (the baseline)'}; "
-                 f"{num(outputs.get('objective'), '{:.2f}')} s per optimizer step{basis}")
+                 f"{num(outputs.get('objective'), '{:.2f}')} s per optimizer step{tie}{basis}")
     return "\n".join(lines) + "\n"
 
 
@@ -137,8 +166,11 @@ def render_markdown(outputs: dict[str, Any], *, failure: str | None = None) -> s
         out.write(f"\n## The baseline failed: the sweep stopped\n\n{failure}\n")
     elif outputs.get("winner") is not None:
         basis = " (chosen on step time only: memory was not measured)" if _step_time_only(outputs) else ""
+        unchanged = ("no change (the baseline: nothing measured faster beyond the noise)" if outputs.get("noise_tie")
+                     else "no change (the baseline is fastest)")
+        tie = f" Not the fastest measured: {noise_words(outputs)}." if outputs.get("noise_tie") else ""
         out.write(f"\n**Winner**{basis}: {format_knobs(outputs['winner'])}; patched into every stage config: "
-                  f"{outputs['deltas'] or 'no change (the baseline is fastest)'}.\n")
+                  f"{outputs['deltas'] or unchanged}.{tie}\n")
     return out.getvalue()
 
 

@@ -32,7 +32,7 @@ from ltx_pipeline.autotune._peaks import (
 from ltx_pipeline.autotune.vram_sampler import ResourceSampler, gpu_reader
 from ltx_pipeline.backends.base import LaunchSpec
 from ltx_pipeline.env_names import REFERENCE_LOG_EVERY_ENV
-from ltx_pipeline.ltx.autotune import TrialResult, estimate_step_time, relative_spread
+from ltx_pipeline.ltx.autotune import StepTimeEstimate, TrialResult, estimate_step_time, relative_spread
 from ltx_pipeline.ltx.config_patch import KNOB_PATHS, Patch, apply_patches
 from ltx_pipeline.ltx.config_values import config_value
 from ltx_pipeline.trainer_log import LogFollower, LogParser, TrainingProgress, classify_failure, failure_tail
@@ -159,7 +159,8 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
         handle = ctx.journal.settle(handle)
     nan = nan or any(not math.isfinite(v) for v in progress.losses.values())
     estimate = estimate_step_time(progress.clean_step_times(), pooled_spread=pooled_spread)
-    steady = estimate.seconds if (estimate.used >= 2 or estimate.known) else progress.steady_step_time()
+    from_estimate = estimate.used >= 2 or estimate.known
+    steady = estimate.seconds if from_estimate else progress.steady_step_time()
     accumulation = int(values["optimization"].get("gradient_accumulation_steps") or 1)
     step_time = steady / accumulation if steady is not None else None
     memory = trial_peaks(ctx.request.backend, Path(values["output_dir"]), progress, sampler, wall,
@@ -174,8 +175,16 @@ def run_trial(ctx: Any, number: int, config: Path, knobs: dict[str, Any], settin
     if stopped or (record is not None and record.get("exit_code") == 0):
         done = _clean_end(ctx, folder, knobs, step_time, memory, host, log)
         done.step_spread = relative_spread(progress.clean_step_times())
+        done.result.step_margin = _margin(estimate) if from_estimate else None
         return done
     return _failed(ctx, ended, record, values, initial_validation=carried_validation is None)
+
+
+def _margin(estimate: StepTimeEstimate) -> float | None:
+    """The step time's 95 % half width relative to it (what the winner's noise rule reads), None if unknown."""
+    if estimate.half_width is None or not estimate.seconds:
+        return None
+    return estimate.half_width / estimate.seconds
 
 
 def _launch_spec(ctx: Any, config: Path, settings: TrialSettings, gpu_indices: list[int]) -> LaunchSpec:

@@ -32,7 +32,7 @@ __all__ = ["ORPHAN_REASON", "ask_trial", "delete_run_studies", "distributions", 
            "open_study", "orphans", "record_pruned", "tell_result"]
 
 ORPHAN_REASON = "orphaned: the engine stopped while it ran"
-_MEASURES = ("step_time_s", "peak_vram_gb", "validation_peak_vram_gb", "seconds", "host_ram_gb")
+_MEASURES = ("step_time_s", "peak_vram_gb", "validation_peak_vram_gb", "seconds", "host_ram_gb", "step_margin")
 # Where each memory figure came from, and whether the fit was assumed (memory not measurable): kept
 # with the trial so a resumed sweep judges a replayed trial exactly as the live one was judged.
 _MEMORY = ("peak_source", "validation_peak_source", "memory_note", "assumed_fit", "order_gb")
@@ -187,7 +187,8 @@ def finished_results(study: Study) -> list[tuple[FrozenTrial, TrialResult]]:
                                      peak_source=attrs.get("peak_source"),
                                      validation_peak_source=attrs.get("validation_peak_source"),
                                      memory_note=attrs.get("memory_note") or "",
-                                     assumed_fit=bool(attrs.get("assumed_fit")), order_gb=attrs.get("order_gb"))
+                                     assumed_fit=bool(attrs.get("assumed_fit")), order_gb=attrs.get("order_gb"),
+                                     step_margin=attrs.get("step_margin"))
         out.append((frozen, result))
     return out
 

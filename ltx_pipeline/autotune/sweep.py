@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ltx_pipeline.autotune import study as studies
-from ltx_pipeline.autotune._report import trial_line, write_reports
+from ltx_pipeline.autotune._report import noise_tie, trial_line, winner_sentence, write_reports
 from ltx_pipeline.autotune.hosts import shared_store
 from ltx_pipeline.autotune.parallel_sweep import ParallelTrials
 from ltx_pipeline.autotune.prior import prior_disagreement, prior_key, same_knobs
@@ -44,10 +44,9 @@ __all__ = ["Sweep"]
 class Sweep:
     """One sweep: the planner, the study and the trial loop.
 
-    The public face the shared sweep (``autotune.shared_sweep``) drives too: ``resume`` (orphans,
-    fixes, finished trials read back), ``apply_prior``, ``record`` and ``fold`` (a result into the planner
-    and the records), and the attributes ``planner``, ``trials``, ``trial_runner``, ``space``, ``per_gpu_batch``,
-    ``max_batch`` and ``capacity``.
+    The public face the shared sweep (``autotune.shared_sweep``) drives too: ``resume`` (orphans, fixes, finished
+    trials read back), ``apply_prior``, ``record`` and ``fold`` (a result into the planner and the records), and
+    the attributes ``planner``, ``trials``, ``trial_runner``, ``space``, ``per_gpu_batch``, ``max_batch``, ``capacity``.
     """
 
     def __init__(self, ctx: LtxContext, recipe: Recipe, probe: ProbeOutputs) -> None:
@@ -282,7 +281,8 @@ class Sweep:
                   "reason": result.reason, "host_ram_gb": extra.get("host_ram_gb"), "log": extra.get("log"),
                   "objective": self.planner.objective(result) if fits else None,
                   "step_spread": extra.get("step_spread"),
-                  **{k: getattr(result, k, None) for k in ("peak_source", "validation_peak_source", "assumed_fit")},
+                  **{k: getattr(result, k, None) for k in ("peak_source", "validation_peak_source", "assumed_fit",
+                                                          "step_margin")},
                   **({"from_prior": extra["from_prior"]} if extra.get("from_prior") else {}),
                   **({"host": extra["host"]} if extra.get("host") else {}),
                   **({"gpus": extra["gpus"]} if extra.get("gpus") else {})}
@@ -299,19 +299,20 @@ class Sweep:
 
     def _finish(self, study_name: str, storage: str) -> AutotuneOutputs:
         ctx = self.ctx
-        best = self.planner.best()
-        winner = self.planner.winner() if best else None
+        ranking = self.planner.ranking()
+        best = ranking.winner if ranking else None
+        winner = dict(best.knobs) if best else None
         change = deltas(winner, self.baseline) if winner else {}
         outputs: dict[str, Any] = {
             # The optuna.db path, or the server's URL with its password replaced: never a secret in outputs.
             "study": study_name, "storage": storage.removeprefix("sqlite:///") if storage.startswith("sqlite:///")
-            else redact(storage), "capacity_gb": self.capacity,
-            "headroom": ctx.request.headroom, "limit_gb": self.planner.limit_gb,
-            "effective_batch": self.effective_batch, "per_gpu_batch": self.per_gpu_batch, "processes": self.processes,
-            "baseline": self.baseline, "trials": self.trials,
+            else redact(storage), "capacity_gb": self.capacity, "headroom": ctx.request.headroom,
+            "limit_gb": self.planner.limit_gb, "effective_batch": self.effective_batch, "trials": self.trials,
+            "per_gpu_batch": self.per_gpu_batch, "processes": self.processes, "baseline": self.baseline,
             "pruned": [{"knobs": p.knobs, "reason": p.reason} for p in self.planner.pruned],
             "winner": winner, "deltas": change, "objective": self.planner.objective(best) if best else None,
             "patches": [], "superseded": self.superseded, "prior": self.prior, "side_by_side": self.side_by_side,
+            "noise_tie": noise_tie(ranking),
             # What the memory model expects the training to peak at: verified by monitor against the trainer.
             # None when trials were judged on step time alone: their memory figures order configs, not GB.
             "predicted_peak_gb": (self.planner.predicted_peak(winner)
@@ -326,8 +327,7 @@ class Sweep:
             raise RunFailed(f"Autotune: {line}", where=reports["markdown"], fix=_fix_line(self.failure) + "; " + then)
         outputs["patches"] = _patch_stages(ctx, change)
         outputs["reports"] = write_reports(ctx.paths.root, ctx.workspace, outputs)
-        ctx.narrate(f"Winner: {format_knobs(winner)}; "
-                    + (f"patched {change} into every stage config." if change else "the baseline is fastest."))
+        ctx.narrate(winner_sentence(outputs))
         return AutotuneOutputs.model_validate(outputs)
 
 

@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from ltx_pipeline.engine.outputs import PhaseOutputs
 from ltx_pipeline.outputs.validate import PatchRecordOutputs
 
-__all__ = ["AutotuneOutputs", "Knobs", "PriorUse", "PrunedConfig", "SideBySide", "SideBySideTrial", "SupersededTrial",
-           "TrialRecord"]
+__all__ = ["AutotuneOutputs", "Knobs", "NoiseTie", "PriorUse", "PrunedConfig", "SideBySide", "SideBySideTrial",
+           "SupersededTrial", "TrialRecord"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -46,6 +46,7 @@ class TrialRecord(BaseModel):
     log: str | None = None
     objective: float | None = None
     step_spread: float | None = None
+    step_margin: float | None = None  # the step time's relative 95 % half width (None: counted as exact)
     peak_source: str | None = None
     validation_peak_source: str | None = None
     assumed_fit: bool | None = None
@@ -94,6 +95,18 @@ class SideBySide(BaseModel):
     settled_gpu_seconds: float
 
 
+class NoiseTie(BaseModel):
+    """The winner is not the fastest measured fit: it is within the noise of it (the 95 % interval of the two
+    step times' difference) and nearer the plan (``ltx.autotune._ranking``). Seconds per optimizer step."""
+
+    model_config = _FROZEN
+
+    fastest: Knobs
+    fastest_objective: float
+    winner_objective: float
+    interval_s: float
+
+
 class PriorUse(BaseModel):
     """What an earlier run's finished sweep told this one, and why."""
 
@@ -132,6 +145,7 @@ class AutotuneOutputs(PhaseOutputs):
     prior: PriorUse | None = None
     predicted_peak_gb: float | None = None  # what the memory model expects the training to peak at
     side_by_side: SideBySide | None = None  # trials run several at once (--autotune-parallel), else None
+    noise_tie: NoiseTie | None = None  # the fastest fit lost to a nearer config within its noise, else None
 
     @model_validator(mode="after")
     def _one_effective_batch(self) -> AutotuneOutputs:
@@ -154,10 +168,12 @@ class AutotuneOutputs(PhaseOutputs):
         if self.off is not None:  # autotune off stores what it decided, nothing of a sweep
             return {k: data[k] for k in ("off", "baseline", "deltas", "patches", "reports")}
         data.pop("off")
-        data["trials"] = [{k: v for k, v in t.items() if v is not None or k not in ("from_prior", "host", "gpus")}
+        data["trials"] = [{k: v for k, v in t.items()
+                           if v is not None or k not in ("from_prior", "host", "gpus", "step_margin")}
                           for t in data["trials"]]
         if self.prior is not None and self.prior.results is None:
             data["prior"].pop("results")
-        if self.side_by_side is None:  # a sequential sweep's row is the JSON it was before the field existed
-            data.pop("side_by_side")
+        for key in ("side_by_side", "noise_tie"):  # when unused, a row is the JSON it was before the field existed
+            if data[key] is None:
+                data.pop(key)
         return data

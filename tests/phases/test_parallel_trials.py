@@ -42,7 +42,8 @@ def test_two_trials_at_once_on_their_own_gpus_commit_the_sequential_sweep(tmp_pa
         t = by_knobs[tuple(sorted(knobs.items()))]
         order.append(t["number"])
         planner.record(TrialResult(dict(knobs), t["outcome"], t["step_time_s"], t["peak_vram_gb"],
-                                   t["validation_peak_vram_gb"], t["seconds"], t["reason"] or ""))
+                                   t["validation_peak_vram_gb"], t["seconds"], t["reason"] or "",
+                                   step_margin=t.get("step_margin")))
     assert order == [t["number"] for t in out["trials"]]
     assert planner.winner() == out["winner"]
     # autotune.md says how the trials shared the GPUs, from the times their Optuna trials keep.

@@ -3,8 +3,8 @@
 ``search_space`` builds the knob combinations a run may try; ``SweepPlanner`` orders the trials,
 prunes by the memory order (``needs_no_more_memory``) and says when nothing untried can win;
 ``exhaustive_optimum``, ``skill_greedy``, ``simulate_sweep`` and ``trial_cost`` are the baselines the
-benchmark compares against. Inside: ``_space``, ``_strategy`` and ``_baselines``. Nothing outside this
-package imports those modules.
+benchmark compares against. Inside: ``_space``, ``_strategy`` (with ``_ranking``, ``_stopping``) and
+``_baselines``. Nothing outside this package imports those modules.
 """
 
 from ltx_pipeline.ltx.autotune._baselines import (
@@ -28,6 +28,7 @@ from ltx_pipeline.ltx.autotune._strategy import (
     MISS_TOLERANCE,
     VALIDATION_KNOBS,
     Pruned,
+    Ranking,
     SweepPlanner,
     TrialResult,
     deltas,
@@ -45,6 +46,7 @@ __all__ = [
     "VALIDATION_KNOBS",
     "Knobs",
     "Pruned",
+    "Ranking",
     "SweepPlanner",
     "TrialResult",
     "batch_candidates",

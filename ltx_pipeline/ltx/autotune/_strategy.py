@@ -25,6 +25,9 @@ of trials differing in one knob measure, and raised by failures), then:
    most others: its whole up-set), because each of them is either a needed minimal failure or a fit
    that settles what is below it.
 Ties go to the candidate closer to the baseline, then to the space's order.
+
+The winner (``_ranking``): the fastest fit, unless a config nearer the baseline is within the measured
+noise of it (the 95 % interval of their difference): a knob of the plan changes only for a speed-up shown.
 """
 
 from __future__ import annotations
@@ -33,10 +36,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ltx_pipeline.ltx.autotune._ranking import Ranking, rank_fits
 from ltx_pipeline.ltx.autotune._space import SPACE_KEYS, Knobs, distance, knob_steps, needs_no_more_memory, normalize
 
-__all__ = ["GROWTH_PRIOR", "MISS_TOLERANCE", "VALIDATION_KNOBS", "Outcome", "Pruned", "SweepPlanner", "TrialResult",
-           "deltas", "format_knobs", "prediction_miss", "validation_key"]
+__all__ = ["GROWTH_PRIOR", "MISS_TOLERANCE", "VALIDATION_KNOBS", "Outcome", "Pruned", "Ranking", "SweepPlanner",
+           "TrialResult", "deltas", "format_knobs", "prediction_miss", "validation_key"]
 
 Outcome = Literal["fit", "oom_training", "oom_validation", "nan", "crash", "over_headroom"]
 MEMORY_FAILURES = ("oom_training", "oom_validation", "over_headroom")
@@ -89,6 +93,9 @@ class TrialResult:
     validation_peak_vram_gb: float | None
     seconds: float
     reason: str = ""
+    # Relative 95 % half width of the step time (0.03: +-3 %), from the stopping rule's interval; None when
+    # not measured (simulated costs, one sample with no spread known): then it counts as exact.
+    step_margin: float | None = None
 
     @property
     def peak_gb(self) -> float | None:
@@ -253,12 +260,14 @@ class SweepPlanner:
         estimate = self._estimate(normalize(knobs, self.per_gpu_batch), self._growth())
         return estimate or None
 
+    def ranking(self) -> Ranking[TrialResult] | None:
+        """The fastest fit and the winner (``_ranking``: within the noise of the fastest, the nearer config)."""
+        return rank_fits([r for r in self._results.values() if self.fits(r)], self.objective, self.baseline)
+
     def best(self) -> TrialResult | None:
-        """The fastest fitting trial; ties go to the config closer to the baseline, then the earlier."""
-        fitting = [(i, r) for i, r in enumerate(self._results.values()) if self.fits(r)]
-        if not fitting:
-            return None
-        return min(fitting, key=lambda ir: (self.objective(ir[1]), distance(ir[1].knobs, self.baseline), ir[0]))[1]
+        """The winning fit: the fastest, unless a config nearer the baseline is within its measured noise."""
+        ranking = self.ranking()
+        return ranking.winner if ranking else None
 
     def winner(self) -> Knobs:
         """The best fitting config's knobs, else the baseline's."""
