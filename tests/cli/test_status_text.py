@@ -93,6 +93,7 @@ def test_the_autotune_table_shows_an_oom_reason_whole_and_unmeasured_peaks_as_no
         assert cells.count("not measured") >= 4 or width < 100, out  # validation of 1, every figure of 2
 
 
+@pytest.mark.long  # 11.1 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 @pytest.mark.slow  # 9 s: two CPU trainings of the toy model; ordered first
 @pytest.mark.usefixtures("training_registered")
 def test_a_finished_training_shows_its_duration_and_a_running_one_its_eta(workspace, tmp_path, monkeypatch,

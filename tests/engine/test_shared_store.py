@@ -89,6 +89,7 @@ def test_a_whole_run_on_the_shared_store_keeps_nothing_in_the_workspace_file(sto
     assert json.loads(done.stdout)["runs"][0]["state"] == "finished"
 
 
+@pytest.mark.long  # 10.6 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 def test_two_engines_on_two_hosts_contend_for_a_run_and_the_second_names_the_first(store_url: str,
                                                                                    tmp_path: Path) -> None:
     hooks = tmp_path / "hooks"

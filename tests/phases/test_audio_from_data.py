@@ -42,6 +42,7 @@ def _cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LTX_REFERENCE_DEVICE", "cpu")
 
 
+@pytest.mark.long  # 17 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 def test_an_all_silent_folder_trains_video_only_on_every_clip_to_the_end(workspace, tmp_path, fake_smi,
                                                                           capsys) -> None:
     folder = clip_folder(tmp_path / "clips", [False, False, False])

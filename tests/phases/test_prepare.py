@@ -201,6 +201,7 @@ def test_one_long_video_of_5_scenes_is_split_into_5_clips_and_trained_on(workspa
     assert store.get_run("r1").state == "finished"
 
 
+@pytest.mark.long  # 17.9 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 @pytest.mark.slow  # the engine as a process, killed while it captions
 def test_engine_killed_while_captioning_then_resume_captions_nothing_twice(workspace, tmp_path, fake_smi) -> None:
     folder = clip_folder(tmp_path / "clips", 24, frames=49)

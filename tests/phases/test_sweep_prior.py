@@ -12,6 +12,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from ltx_pipeline.cli import main
 from ltx_pipeline.store import Store
 from tests.phases.test_autotune import GPU_32, LOW, knobs, point, write_surface
@@ -30,6 +32,7 @@ def measured(outputs: dict) -> list[dict]:
     return [t for t in outputs["trials"] if not t.get("from_prior")]
 
 
+@pytest.mark.long  # 10.7 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 def test_a_second_run_measures_its_baseline_then_takes_the_rest_from_the_first(tmp_path, workspace,
                                                                                clips_dataset) -> None:
     surface = write_surface(tmp_path, GPU_32, SURFACE)
@@ -45,6 +48,7 @@ def test_a_second_run_measures_its_baseline_then_takes_the_rest_from_the_first(t
     assert "from the prior study first-autotune" in (workspace / "second" / "autotune.md").read_text()
 
 
+@pytest.mark.long  # 13.4 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 def test_a_prior_the_baseline_contradicts_is_ignored_and_the_sweep_runs_in_full(tmp_path, workspace,
                                                                                 clips_dataset) -> None:
     surface = write_surface(tmp_path, GPU_32, SURFACE)

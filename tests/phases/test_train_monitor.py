@@ -146,6 +146,7 @@ def test_dead_trainer_shows_crashed_with_its_last_line_never_running(workspace, 
     assert store.processes(run.id, "train")[0].status == "running"  # the row alone is not trusted
 
 
+@pytest.mark.long  # 11.2 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 @pytest.mark.usefixtures("training_registered")
 def test_steps_a_detached_trainer_logged_unfollowed_are_recorded_before_its_relaunch(workspace, tmp_path,
                                                                                     monkeypatch, capsys) -> None:

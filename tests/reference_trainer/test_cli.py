@@ -27,6 +27,7 @@ def test_invalid_config_prints_the_pydantic_error_and_exits_1(project):
     assert "optimization.learnin_rate" in result.stdout and "extra_forbidden" in result.stdout
 
 
+@pytest.mark.long  # 15 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 @pytest.mark.slow
 def test_two_process_ddp_run_over_gloo_completes(project):
     accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent))

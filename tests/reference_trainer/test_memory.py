@@ -61,6 +61,7 @@ def test_quantized_linear_stores_low_bit_weights_and_stays_close(kind):
     assert x.grad is not None
 
 
+@pytest.mark.long  # 11.1 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 def test_capacity_below_need_fails_with_oom_in_training_or_validation(big, capsys, monkeypatch):
     config = big.config("oomv.yaml", output_dir=str(big.root / "oomv"), optimization={"steps": 1},
                         validation={"interval": 1, "video_dims": [512, 512, 33]})
@@ -81,6 +82,7 @@ def test_capacity_below_need_fails_with_oom_in_training_or_validation(big, capsy
     assert "out of memory during training" in result.stderr
 
 
+@pytest.mark.long  # 10.5 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 def test_the_step0_validation_peak_depends_on_the_quantization_alone(big, capsys, monkeypatch):
     """Why autotune carries one validation figure per quantization (``ltx.autotune.VALIDATION_KNOBS``):
     the step-0 pass runs before any optimizer state exists, under no_grad, one prompt at a time."""

@@ -59,6 +59,7 @@ def uninterrupted(tmp_path_factory) -> dict:
     return final_state(root / "ws")
 
 
+@pytest.mark.long  # 13 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("phase", PHASES)

@@ -52,6 +52,7 @@ def run_args(workspace: Path, dataset: Path, smi: str, prereqs: dict[str, str]) 
     return args
 
 
+@pytest.mark.long  # 10.8 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 @pytest.mark.timeout(180)
 def test_sigkill_mid_phase_then_resume_matches_an_uninterrupted_run(tmp_path, clips_dataset, fake_smi,
                                                                    ltx_prereqs) -> None:

@@ -154,6 +154,7 @@ def test_each_attempt_keeps_its_own_log(workspace, tmp_path, monkeypatch) -> Non
 ENGINE = [sys.executable, "-c", "from ltx_pipeline.cli import main; main()"]
 
 
+@pytest.mark.long  # 12.9 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 def test_case3_an_engine_killed_in_autotune_leaves_no_orphan_and_no_ghost(workspace, tmp_path) -> None:
     import signal
 

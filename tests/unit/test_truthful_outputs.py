@@ -261,6 +261,7 @@ def _kill_trainer_after(log: Path, step: int, done: threading.Event) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.long  # 11 s per run on a 2-core box (2026-12-07): the default suite stays under 6 min
 @pytest.mark.slow  # 9 s: a CPU training of the toy model, killed and resumed; ordered first
 @pytest.mark.usefixtures("training_registered")
 def test_a_users_kill_9_is_killed_not_host_oom_and_the_resume_is_marked(workspace, tmp_path, monkeypatch,

@@ -34,6 +34,7 @@ def _modules(override: dict[str, Any]) -> list[str]:
     return [module] if isinstance(module, str) else list(module)
 
 
+@pytest.mark.long  # 47 s cold on CI's 2 cores (2026-12-07): in the long suite, still run by the README command
 @pytest.mark.slow  # 27-33 s on a clean clone (mypy builds its cache): ordered first, so it never runs last alone
 def test_mypy_is_clean_with_the_pyproject_config() -> None:
     pytest.importorskip("mypy", reason="mypy is not installed")
