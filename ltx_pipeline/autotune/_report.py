@@ -43,6 +43,8 @@ def trial_line(trial: dict[str, Any]) -> str:
     peaks = (f"training peak {_figure(trial.get('peak_vram_gb'), memory.get('peak_source'))}, "
              f"validation peak {_figure(trial.get('validation_peak_vram_gb'), memory.get('validation_peak_source'))}")
     step = num(trial.get("step_time_s"), "{:.2f}s", NOT_MEASURED)
+    if trial.get("step_time_s") is not None and trial.get("step_margin") is not None:
+        step += f" ±{trial['step_margin'] * 100:.0f} % at 95 %"  # the interval the winner is judged with
     why = f" ({trial['reason']})" if trial.get("reason") else ""
     where = f" on GPU {','.join(map(str, trial['gpus']))}" if trial.get("gpus") else ""
     return (f"trial {trial['number']}{where}: {format_knobs(trial['knobs'])} -> {outcome_words(trial)}; step {step}, "

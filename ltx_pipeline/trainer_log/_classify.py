@@ -146,7 +146,10 @@ def _classify(exit_code: int | None, signal: int | None, log_tail: list[str], st
         return Failure(stale.kind, stale.evidence, fix=stale.fix)
     if oom := [s for s in signals if s.kind == "oom"]:
         return _oom_failure(oom, config, phase, lines)
-    if (shm := last("shm_bus_error")) or signal == SIGBUS or exit_code in (128 + SIGBUS, -SIGBUS):
+    # The line naming the bus error or the shared memory, before torch's bare "worker ... exited unexpectedly".
+    shm = next((s for s in reversed(signals) if s.kind == "shm_bus_error" and "exited unexpectedly" not in s.text),
+               last("shm_bus_error"))
+    if shm or signal == SIGBUS or exit_code in (128 + SIGBUS, -SIGBUS):
         evidence = shm.text if shm else f"terminated by SIGBUS (exit code {exit_code}, signal {signal})"
         return Failure("shm_bus_error", evidence, fix=_shm_fix(config))
     if missing := last("missing_files"):

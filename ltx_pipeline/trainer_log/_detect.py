@@ -94,6 +94,15 @@ _DEPENDENCY: tuple[tuple[re.Pattern[str], str], ...] = (
      "torch.compile's toolchain failed (a corrupt Inductor/Triton cache, or a compiler that does not match torch): "
      "delete the caches (`~/.triton/cache`, `/tmp/torchinductor_$USER`) and retry; if it persists, train without "
      "torch.compile or reinstall the triton version torch pins"),
+    # A C++/CUDA extension compiled at run time (torch.utils.cpp_extension's JIT build, DeepSpeed's op builder): the
+    # compiler's "fatal error: <header>: No such file or directory" (the toolkit's headers are not there), ninja's
+    # "build stopped: subcommand failed", cpp_extension's "Error building extension '<name>'".
+    (re.compile(r"fatal error: [\w./+-]+\.(?:h|hh|hpp|hxx|cuh): No such file or directory|"
+                r"ninja: build stopped: subcommand failed|Error building extension '[\w.-]+'"),
+     "a package compiles C++/CUDA code at run time (DeepSpeed's ops, a torch extension) and the build failed: it "
+     "needs the CUDA toolkit of torch's own CUDA version (`torch.version.cuda`: nvcc and its headers) and a C++ "
+     "compiler, with CUDA_HOME pointing at that toolkit; or install the package's prebuilt wheel (for DeepSpeed, "
+     "pre-build its ops with DS_BUILD_OPS=1, or use an optimizer that needs no compiled op), " + _SMOKE),
     (re.compile(r"^(?:\S+: )?ImportError: .+"),
      "an import failed in the trainer's environment: reinstall ltx-trainer and its pinned dependencies there "
      "(`uv sync` in the checkout), " + _SMOKE),

@@ -35,6 +35,7 @@ class RaisedException(NamedTuple):
     # "The above exception was the direct cause") since that one, or only blank lines and frames between them.
     chained: bool = False
     raised_in: str = ""  # the traceback's innermost ``File "...", line N, in func`` frame ("" when none was printed)
+    source: str = ""  # that frame's source line, as Python prints it under the frame ("" when none was printed)
 
 
 # "module.sub.TypeName: message" or a bare "TypeName": a capitalised name ending as exception classes do (a private
@@ -69,15 +70,18 @@ def _exceptions(lines: list[str]) -> list[RaisedException]:
     found: list[RaisedException] = []
     in_traceback = False
     last_source = ""  # the newest frame's source line, for a traceback the paste cut before its exception line
-    last_frame = ""  # the newest ``File "..."`` frame line of the traceback being read
+    last_frame = frame_source = ""  # the newest ``File "..."`` frame since the last exception, and its source line
     linked = False  # nothing but frames, blank lines and chain markers since the last exception found
     for raw in lines:
         line = raw.rstrip()
         if line.startswith("Traceback (most recent call last)"):
-            in_traceback, last_source, last_frame = True, "", ""
+            in_traceback, last_source, last_frame, frame_source = True, "", "", ""
             continue
-        if in_traceback and line.lstrip().startswith('File "'):
-            last_frame = line.strip()
+        if line.lstrip().startswith('File "'):  # a paste may start at its first frame, without the header
+            last_frame, frame_source = line.strip(), ""
+        elif last_frame and not frame_source and line.startswith((" ", "\t")) and line.strip() and \
+                not line.lstrip().startswith(("^", "~")):
+            frame_source = line.strip()
         if not line.strip() or line.startswith((" ", "\t")) or line.lstrip().startswith(('File "', "^", "~")):
             if in_traceback and line.strip() and not line.lstrip().startswith(('File "', "^", "~")):
                 last_source = line.strip()
@@ -87,8 +91,8 @@ def _exceptions(lines: list[str]) -> list[RaisedException]:
             continue
         if match := _EXCEPTION_RE.match(line):
             found.append(RaisedException(match.group("type"), (match.group("message") or "").strip(), line, linked,
-                                         last_frame if in_traceback else ""))
-            in_traceback, linked = False, True
+                                         last_frame, frame_source))
+            in_traceback, linked, last_frame, frame_source = False, True, "", ""
         elif (match := _FRONT_END_RE.match(line) or _HTTP_ERROR_RE.match(line)) and not in_traceback:
             found.append(RaisedException("", match.group("message").strip(), line, linked))
             linked = True
@@ -148,7 +152,31 @@ def _mapped(found: RaisedException) -> tuple[str, str] | str | None:
         mapped = ("stale_embeddings", STALE_ADVICE)
     if mapped is None and short in ("ValidationError",) and found.type != short:
         mapped = ("config_error", CONFIG_ADVICE)  # pydantic's, jsonschema's, omegaconf's: a schema refused data
+    if mapped is None and short == "TypeError" and _library_call_mismatch(found):
+        mapped = ("dependency_error", _SIGNATURE_ADVICE)
     return mapped
+
+
+# CPython's refusals to bind a call's arguments (Python/ceval.c, getargs): the callee's signature is not the one the
+# caller was written for.
+_BINDING_RE = re.compile(r"\w\(\) (?:takes (?:from \d+ to )?\d+ positional arguments? but \d+ (?:were|was) given|"
+                         r"missing \d+ required (?:positional|keyword-only) arguments?|"
+                         r"got multiple values for argument)")
+# An installed package's own frame (pip's site-packages, Debian's dist-packages).
+_PACKAGE_FRAME_RE = re.compile(r"""File "[^"]*[/\\](?:site|dist)-packages[/\\]""")
+_SMOKE = "then `ltx-pipeline smoke` checks the whole environment"
+_SIGNATURE_ADVICE = ("An installed package calls a function with arguments its other side no longer takes "
+                     "({evidence}): the trainer's code overrides or hands the package a method written for another "
+                     "version of it (a Trainer subclass's training_step, a callback); install the package version the "
+                     "trainer pins (`<trainer python> -m pip install -r requirements.txt`), " + _SMOKE + ".")
+
+
+def _library_call_mismatch(found: RaisedException) -> bool:
+    """A TypeError binding a call's arguments, raised at a call an installed package makes with arguments of its
+    own: the package and the code it calls are of different versions. A call that forwards ``*args``/``**kwargs``
+    (torch's Module.__call__, a decorator) only passes on its caller's mistake, so it does not count."""
+    return bool(_BINDING_RE.search(found.message) and _PACKAGE_FRAME_RE.search(found.raised_in)
+                and found.source and not re.search(r"[(,]\s*\*", found.source))
 
 
 # subprocess's Popen (``_execute_child``: CreateProcess on Windows, the child's exec on POSIX) and ``os.exec*p``

@@ -94,9 +94,16 @@ _ERROR_PATTERNS = (
     # left on device (28)"): the shared memory is full, the same failure as the workers' Bus error.
     # torch's DataLoader message hard-wrapped by a terminal or a paste: strsignal's "Bus" left at a line's end, or
     # its own advice that follows ("Please try to raise your shared memory limit.") on a line of its own.
+    # torch's DataLoader when a worker process died without a Python exception and without a signal its handler
+    # names (_MultiProcessingDataLoaderIter._try_get_data: "DataLoader worker (pid(s) {pids}) exited unexpectedly";
+    # _error_if_any_worker_fails: "... exited unexpectedly with exit code N"): an exception inside a worker comes back
+    # as "Caught X in DataLoader worker process N", so a worker that just vanished is, in containers above all, the
+    # shared memory its batches travel through (PyTorch's README: --ipc=host or --shm-size).
     ("shm_bus_error", re.compile(r"Bus error|out of shared memory|shared memory \(shm\)|"
                                  r"unable to write to file </torch_|is killed by signal: Bus\b|"
-                                 r"raise your shared memory limit", re.IGNORECASE)),
+                                 r"raise your shared memory limit|"
+                                 r"DataLoader worker \(pids?(?:\(s\))? [\d, ]+\) exited unexpectedly",
+                                 re.IGNORECASE)),
     ("worker_killed", re.compile(r"DataLoader worker \(pid[^)]*\) is killed by signal")),
     # The kernel's OOM killer (dmesg / journalctl -k): host RAM, not the GPU; before "oom", which it would match.
     # SLURM's cgroup OOM handler: slurmstepd's "Detected 1 oom_kill event in StepId=..." (older: "oom-kill event(s)"),
@@ -134,7 +141,7 @@ _ERROR_PATTERNS = (
 # Cheap pre-filter so ordinary lines skip the error regexes entirely.
 _ERROR_HINT_RE = re.compile(
     r"rror|emory|llocate|ALLOC|shm|killed|paging file|bad_alloc|Killed|Traceback|exist|No data files|No valid samples|"
-    r"oom[-_]kill|unable to write to file|"
+    r"oom[-_]kill|unable to write to file|exited unexpectedly|"
     r"Invalid checkpoint|No such file|oom|oss[:=\s]|OSS[:=\s]|file named|(?i:\b(?:nan|inf)s?\b)"
 )
 

@@ -13,8 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -293,20 +291,25 @@ def test_a_slurm_run_submits_once_follows_the_job_and_status_reads_the_queue(wor
 
 @pytest.mark.usefixtures("training_registered")
 def test_a_failed_job_fails_the_stage_with_its_slurm_state_and_resume_submits_a_new_one(workspace, tmp_path, cluster,
-                                                                                         capsys):
+                                                                                         capsys, monkeypatch):
     args = simulated_args(workspace, clips(tmp_path / "data"), "--steps", "40", "--slurm", "--detach")
     assert main(args) == 0
     cluster.queue("RUNNING")
 
-    def fail_later() -> None:
-        time.sleep(1.0)
-        cluster.accounting("TIMEOUT|0:0")
-
-    ending = threading.Thread(target=fail_later)
-    ending.start()
     capsys.readouterr()
-    code = resume(workspace)  # follows the running job until it leaves the queue
-    ending.join()
+    from ltx_pipeline.engine.journal import ProcessHandle
+
+    follow_pause = ProcessHandle.pause
+
+    def end_while_followed(handle: ProcessHandle, seconds: float) -> None:
+        # The job ends once the resume follows it (its first nap between polls), not after a fixed delay: on a
+        # loaded box a resume may reach the train phase late, find the job over and relaunch it instead.
+        cluster.accounting("TIMEOUT|0:0")
+        follow_pause(handle, seconds)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ProcessHandle, "pause", end_while_followed)
+        code = resume(workspace)  # follows the running job until it leaves the queue
     assert code == 1
     err = capsys.readouterr().err
     assert f"Training stage 1 failed (SLURM job {JOB} TIMEOUT" in err

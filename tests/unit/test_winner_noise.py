@@ -139,3 +139,13 @@ def test_a_resumed_sweep_reads_each_trials_margin_back_and_picks_the_same_winner
         resumed.record(result)
     assert [r.step_margin for r in resumed.trials] == [0.05, 0.10, 0.10]
     assert resumed.winner() == live.winner() == near
+
+
+def test_each_trial_line_gives_its_step_time_with_the_interval_it_is_judged_with():
+    from ltx_pipeline.autotune._report import trial_line
+
+    record = {"number": 3, "knobs": SPACE[0], "outcome": "fit", "step_time_s": 0.4123, "step_margin": 0.118,
+              "peak_vram_gb": 10.0, "validation_peak_vram_gb": 9.0, "seconds": 12.0, "reason": "",
+              "peak_source": "test", "validation_peak_source": "test"}
+    assert "step 0.41s ±12 % at 95 %," in trial_line(record)
+    assert "step 0.41s," in trial_line({**record, "step_margin": None})  # no interval measured: none claimed

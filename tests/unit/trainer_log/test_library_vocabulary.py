@@ -485,3 +485,68 @@ def test_a_shell_s_killed_report_is_host_memory(line: str) -> None:
     assert (failure.kind, failure.evidence) == ("host_oom", line)
     # Near miss: prose that uses the word is no shell report.
     assert classify_failure(None, None, ["Killed the job myself: 9 of 10 runs done"]).kind != "host_oom"
+
+
+# Batch 16. torch/utils/data/dataloader.py (_MultiProcessingDataLoaderIter._try_get_data) raises
+# f"DataLoader worker (pid(s) {pids_str}) exited unexpectedly" when a worker died without a Python exception (one
+# raised inside a worker comes back as "Caught X in DataLoader worker process N") and without a signal the handler
+# names; torch/csrc/DataLoader.cpp's _error_if_any_worker_fails: "DataLoader worker (pid X) exited unexpectedly
+# with exit code N. Details are lost due to multiprocessing. Rerunning with num_workers=0 may give better error
+# trace.". In a container that is the shared memory the batches travel through (PyTorch's README: --shm-size).
+@pytest.mark.parametrize("line", [
+    "RuntimeError: DataLoader worker (pid(s) 4121, 4122) exited unexpectedly",
+    "RuntimeError: DataLoader worker (pid 901) exited unexpectedly with exit code 1. Details are lost due to "
+    "multiprocessing. Rerunning with num_workers=0 may give better error trace.",
+])
+def test_a_dataloader_worker_that_vanished_is_shared_memory(line: str) -> None:
+    failure = _read(line)
+    assert (failure.kind, failure.evidence) == ("shm_bus_error", line)
+    assert failure.fix[0].value == 0 and "/dev/shm" in failure.fix[1].reason
+    # Near misses: a worker killed by SIGKILL is host memory; an exception caught inside a worker is its own.
+    assert _read("RuntimeError: DataLoader worker (pid 901) is killed by signal: Killed.").kind == "host_oom"
+    assert _read("ValueError: Caught ValueError in DataLoader worker process 0.").kind == "crash"
+
+
+# CPython's refusals to bind a call (Python/ceval.c): "{f}() takes {n} positional arguments but {m} were given",
+# "{f}() missing {n} required positional argument(s): ...", "{f}() got multiple values for argument '{a}'". Raised
+# at the call, so the innermost frame is the caller's: when that is an installed package calling with arguments of
+# its own (transformers' Trainer calling an overridden training_step), the package and the code it calls are of
+# two versions. A frame that forwards *args/**kwargs (torch's Module.__call__) passes on its caller's mistake.
+def _package_frame(source: str) -> list[str]:
+    return ["Traceback (most recent call last):", '  File "/app/finetune.py", line 84, in <module>',
+            "    trainer.train()",
+            '  File "/venv/lib/python3.11/site-packages/transformers/trainer.py", line 2474, in _inner_training_loop',
+            f"    {source}"]
+
+
+@pytest.mark.parametrize("message", [
+    "TypeError: CustomTrainer.training_step() takes 3 positional arguments but 4 were given",
+    "TypeError: on_step_end() missing 1 required positional argument: 'control'",
+    "TypeError: compute_loss() got multiple values for argument 'return_outputs'",
+])
+def test_a_package_calling_code_of_another_version_is_a_dependency(message: str) -> None:
+    failure = classify_failure(None, None, _package_frame(
+        "tr_loss_step = self.training_step(model, inputs, num_items_in_batch)") + [message])
+    assert (failure.kind, failure.evidence) == ("dependency_error", message)
+    assert "version" in failure.fix[0].reason
+    # Near misses: the same refusal at the user's own call, or at a frame forwarding *args/**kwargs.
+    assert classify_failure(None, None, _TRACEBACK + [message]).kind == "crash"
+    assert classify_failure(None, None, _package_frame("return forward_call(*args, **kwargs)") + [message]).kind == (
+        "crash")
+
+
+# A C++/CUDA extension built at run time (torch.utils.cpp_extension's _run_ninja_build raises "Error building
+# extension '{name}'"; DeepSpeed's op builder JIT-loads through it): GCC/nvcc's "fatal error: {header}: No such file
+# or directory" / "compilation terminated." and ninja's "ninja: build stopped: subcommand failed.".
+@pytest.mark.parametrize("lines", [
+    ["/venv/deepspeed/ops/csrc/includes/custom_cuda_layers.h:12:10: fatal error: curand_kernel.h: No such file or "
+     "directory", "   12 | #include <curand_kernel.h>", "compilation terminated.",
+     "ninja: build stopped: subcommand failed."],
+    _TRACEBACK + ["RuntimeError: Error building extension 'fused_adam'"],
+])
+def test_an_extension_build_that_fails_is_the_toolchain(lines: list[str]) -> None:
+    failure = classify_failure(None, None, lines)
+    assert failure.kind == "dependency_error" and "CUDA toolkit" in failure.fix[0].reason
+    # Near miss: a data file that is not there stays a missing file.
+    assert _read("FileNotFoundError: [Errno 2] No such file or directory: '/data/captions.txt'").kind == (
+        "missing_files")
