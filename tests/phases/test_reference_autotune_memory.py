@@ -65,5 +65,11 @@ def test_a_reference_sweep_without_a_memory_scale_reports_no_zero_peak(tmp_path,
     # Whatever won, it won on step time alone, and the report says so; no 0.0 reading decided it.
     assert "**Winner** (chosen on step time only: memory was not measured)" in markdown
     assert log.splitlines()[-1].endswith("chosen on step time only: memory not measured")
-    fastest = min(trials, key=lambda t: t["step_time_s"])
-    assert out["winner"]["enable_gradient_checkpointing"] == fastest["knobs"]["enable_gradient_checkpointing"]
+    fastest = min(trials, key=lambda t: t["objective"])
+    tie = out.get("noise_tie")
+    if tie is None:
+        assert out["winner"]["enable_gradient_checkpointing"] == fastest["knobs"]["enable_gradient_checkpointing"]
+    else:  # the fastest lost to the config nearer the plan within the measured noise, and autotune.md says so
+        assert tie["fastest"] == fastest["knobs"] and out["winner"] == out["baseline"] | out["deltas"]
+        assert tie["winner_objective"] - tie["fastest_objective"] <= tie["interval_s"]
+        assert "Not the fastest measured" in markdown
