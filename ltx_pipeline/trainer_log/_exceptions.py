@@ -19,7 +19,7 @@ import re
 from typing import NamedTuple
 
 from ltx_pipeline.trainer_log._crash_causes import crash_advice
-from ltx_pipeline.trainer_log._detect import Finding
+from ltx_pipeline.trainer_log._detect import _SMOKE, Finding
 from ltx_pipeline.trainer_log._kinds import FixStep
 from ltx_pipeline.trainer_log._library_errors import CONFIG_ADVICE, SHAPES, STALE_ADVICE, TYPES
 
@@ -164,7 +164,6 @@ _BINDING_RE = re.compile(r"\w\(\) (?:takes (?:from \d+ to )?\d+ positional argum
                          r"got multiple values for argument)")
 # An installed package's own frame (pip's site-packages, Debian's dist-packages).
 _PACKAGE_FRAME_RE = re.compile(r"""File "[^"]*[/\\](?:site|dist)-packages[/\\]""")
-_SMOKE = "then `ltx-pipeline smoke` checks the whole environment"
 _SIGNATURE_ADVICE = ("An installed package calls a function with arguments its other side no longer takes "
                      "({evidence}): the trainer's code overrides or hands the package a method written for another "
                      "version of it (a Trainer subclass's training_step, a callback); install the package version the "
